@@ -1,0 +1,63 @@
+"""Abstract values: the static shape and dtype of an array, and dtype helpers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+
+_SHORT_NAMES = {
+    "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
+    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8",
+    "uint64": "u64", "uint32": "u32", "uint16": "u16", "uint8": "u8",
+    "bool": "bool", "complex64": "c64", "complex128": "c128",
+}
+
+
+def canonicalize_dtype(dtype) -> np.dtype:
+    """The dtype an array of `dtype` really has on the device (64-bit types only when jax x64 is on)."""
+    return np.dtype(jax.dtypes.canonicalize_dtype(np.dtype(dtype)))
+
+
+def dtype_short_name(dtype) -> str:
+    return _SHORT_NAMES.get(np.dtype(dtype).name, np.dtype(dtype).name)
+
+
+@dataclass(frozen=True, slots=True)
+class ShapedArray:
+    """The abstract value of an array: a static shape and a dtype. Caches key on these."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def update(self, shape=None, dtype=None) -> "ShapedArray":
+        return ShapedArray(self.shape if shape is None else shape, self.dtype if dtype is None else dtype)
+
+    def str_short(self) -> str:
+        return f"{dtype_short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    __str__ = str_short
+
+    def __repr__(self) -> str:
+        return f"ShapedArray({self.str_short()})"
+
+
+def aval_of_value(x) -> ShapedArray:
+    """The abstract value of a concrete array-like (jax/NumPy array or NumPy scalar)."""
+    return ShapedArray(np.shape(x), x.dtype)

@@ -1,0 +1,26 @@
+"""Error types raised by aotjax. Messages name the op, what was expected and got, and the user's line."""
+from __future__ import annotations
+
+
+class AotjaxError(Exception):
+    """Base class of aotjax's own errors."""
+
+
+class ShapeError(AotjaxError, ValueError):
+    """An op got operands whose shapes do not fit together."""
+
+
+class DTypeError(AotjaxError, TypeError):
+    """An op got an unsupported or unknown dtype."""
+
+
+class ConcretizationError(AotjaxError, TypeError):
+    """A traced (abstract) value was used where Python needs a concrete one."""
+
+
+class UnsupportedError(AotjaxError, NotImplementedError):
+    """An op or combination of op and transform that aotjax does not support."""
+
+
+class AliasingError(AotjaxError, RuntimeError):
+    """A write that PyTorch semantics forbid (through overlapping memory, on a captured tensor, ...)."""

@@ -1,0 +1,184 @@
+"""The interpreter stack, as in JAX's autodidax: levels, `bind`, and finding the top trace.
+
+Every transform pushes a `MainTrace` at the next level. `bind(prim, *args)` finds the highest
+level among its tracer arguments (or the dynamic trace, if higher), raises every argument to that
+trace and lets it process the primitive; the trace binds whatever it computes in turn, which
+reaches the levels below. Level 0 is eager evaluation. The dynamic trace is the innermost staging
+trace (`make_jaxpr`), so that ops with no traced operands (`zeros(3)`) are staged too.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any
+
+from aotjax.core.avals import ShapedArray
+from aotjax.core.errors import AliasingError, AotjaxError, ConcretizationError
+from aotjax.core.primitive import Kind, Primitive
+from aotjax.core.source_info import where
+
+
+class MainTrace:
+    """One active transform: its level on the stack, its Trace class and its global data."""
+
+    __slots__ = ("level", "trace_type", "global_data", "trace", "active")
+
+    def __init__(self, level: int, trace_type: type, global_data: Any):
+        self.level = level
+        self.trace_type = trace_type
+        self.global_data = global_data
+        self.trace = trace_type(self)
+        self.active = True
+
+    def __repr__(self) -> str:
+        return f"MainTrace({self.level}, {self.trace_type.__name__})"
+
+
+class Trace:
+    """An interpreter. Subclasses implement `pure`, `lift` and `process_primitive`."""
+
+    def __init__(self, main: MainTrace):
+        self.main = main
+
+    def pure(self, val: Any) -> Any:
+        """Wrap a value that is not a tracer (eager Tensor, array, scalar) as this trace's tracer."""
+        raise NotImplementedError
+
+    def lift(self, tracer: "Tracer") -> "Tracer":
+        """Wrap a tracer of a lower level as this trace's tracer."""
+        raise NotImplementedError
+
+    def process_primitive(self, prim: Primitive, tracers: list, params: dict) -> list:
+        """Apply `prim`; return the outputs (for a mutation: the written operand tracers, updated)."""
+        raise NotImplementedError
+
+
+class Tracer:
+    """Mixin of every interpreter's tracer. Concrete tracers subclass `aotjax.Tensor` and this."""
+
+    __slots__ = ()
+    _trace: Trace
+
+    def _concrete_error(self, what: str) -> ConcretizationError:
+        return ConcretizationError(
+            f"{what} needs a concrete value, but this tensor is abstract ({self.aval.str_short()}, traced by "
+            f"{type(self._trace).__name__}){where()}. Python control flow cannot depend on a traced value: "
+            f"use aotjax.where(cond, a, b) for data-dependent selection, or mark the argument static "
+            f"(static_argnums=...) if it is a configuration value.")
+
+
+_eval_main: MainTrace | None = None
+_stack: list[MainTrace] = []
+_dynamic: MainTrace | None = None
+
+
+def install_eval_trace(trace_type: type) -> None:
+    """Put the eager interpreter at level 0 (called once by `aotjax.interpreters.eval`)."""
+    global _eval_main, _dynamic
+    _eval_main = MainTrace(0, trace_type, None)
+    _stack[:] = [_eval_main]
+    _dynamic = _eval_main
+
+
+@contextmanager
+def new_main(trace_type: type, global_data: Any = None, dynamic: bool = False):
+    """Push a new interpreter level for the duration of a transform."""
+    global _dynamic
+    main = MainTrace(len(_stack), trace_type, global_data)
+    _stack.append(main)
+    prev_dynamic = _dynamic
+    if dynamic:
+        _dynamic = main
+    try:
+        yield main
+    finally:
+        _dynamic = prev_dynamic
+        _stack.pop()
+        main.active = False
+
+
+def current_level() -> int:
+    return len(_stack) - 1
+
+
+def find_top_trace(args) -> Trace:
+    top = _dynamic
+    for a in args:
+        if isinstance(a, Tracer):
+            m = a._trace.main
+            if m.level > top.level:
+                top = m
+    return top.trace
+
+
+def full_raise(trace: Trace, val: Any) -> Any:
+    if not isinstance(val, Tracer):
+        return trace.pure(val)
+    main = val._trace.main
+    if main is trace.main:
+        return val
+    if not main.active:
+        raise AotjaxError(
+            f"a traced value escaped its transform: a tensor traced by {type(val._trace).__name__} "
+            f"({val.aval.str_short()}) was used after that transform returned{where()}. Return it as an "
+            f"output instead of storing it in a global or a closure.")
+    if main.level < trace.main.level:
+        return trace.lift(val)
+    raise AotjaxError(f"values of two different transforms were mixed at the same level{where()}")
+
+
+def bind(prim: Primitive, *args, **params):
+    """Apply `prim` to `args` under the interpreter stack; returns one output, or a list when the
+    primitive has multiple results."""
+    trace = find_top_trace(args)
+    if prim.kind is Kind.MUTATION and trace.main.level > 0:
+        _check_writable(prim, trace, args)
+    tracers = [full_raise(trace, a) for a in args] if trace.main.level else args
+    if prim.metadata_view is not None:
+        t = tracers[0]
+        layout = (tuple(t.shape), t._strides, t._offset)
+        outs = trace.process_primitive(prim, tracers, params)
+        _set_view_strides(prim.metadata_view, layout, outs, params)
+    else:
+        outs = trace.process_primitive(prim, tracers, params)
+        if prim.view_strides is not None:
+            src = args[0]
+            _set_view_strides(prim, (tuple(src.shape), getattr(src, "_strides", None),
+                                     getattr(src, "_offset", 0)), outs, params)
+    return outs if prim.multiple_results else outs[0]
+
+
+def _check_writable(prim: Primitive, trace: Trace, args) -> None:
+    for i in prim.mutates:
+        a = args[i]
+        if not (isinstance(a, Tracer) and a._trace.main is trace.main):
+            raise AliasingError(
+                f"{prim.name}: in-place write to a tensor captured from outside the function being "
+                f"transformed{where()}. Pass the tensor to the function as an argument (its mutation is "
+                f"then applied to the caller's tensor), or write into a copy (`t.clone()`).")
+
+
+def _set_view_strides(view_prim: Primitive, layout, outs, params) -> None:
+    """Record on each view output the strides PyTorch would give it (metadata for view-or-copy)."""
+    shape, strides, offset = layout
+    if strides is None:
+        strides = contiguous_strides(shape)
+    for o in outs:
+        new_strides, new_offset = view_prim.view_strides(shape, strides, offset, **params)
+        new_strides = tuple(new_strides)
+        o._strides = None if new_strides == contiguous_strides(tuple(o.shape)) else new_strides
+        o._offset = new_offset
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+def get_aval(x) -> ShapedArray:
+    from aotjax.core.avals import aval_of_value
+
+    aval = getattr(x, "aval", None)
+    return aval if isinstance(aval, ShapedArray) else aval_of_value(x)

@@ -1,0 +1,133 @@
+"""The program representation: SSA jaxprs of primitive equations, as in JAX.
+
+A `Jaxpr` has input variables, a list of equations and output atoms (variables or literals). A
+`ClosedJaxpr` pairs one with the values of its constant variables. Equations keep the user source
+line that produced them. A jaxpr traced without functionalize may contain view and mutation
+equations; it is then read with reference semantics (see `aotjax.core.eval_jaxpr`).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from aotjax.core.avals import ShapedArray
+from aotjax.core.source_info import SourceInfo
+
+_var_ids = itertools.count()
+
+
+class Var:
+    """A variable of a jaxpr. Identity is the object; names are given when printing."""
+
+    __slots__ = ("aval", "id", "hint")
+
+    def __init__(self, aval: ShapedArray, hint: str | None = None):
+        self.aval = aval
+        self.id = next(_var_ids)
+        self.hint = hint  # NOTE: a pytree path or role, shown by printers that want it; never semantic.
+
+    def __repr__(self) -> str:
+        return f"Var({self.id}:{self.aval.str_short()})"
+
+
+class Literal:
+    """A scalar constant written inline in an equation (`add a 1.0`)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val: Any, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Literal({format_literal(self.val)})"
+
+
+def format_literal(val) -> str:
+    v = np.asarray(val)
+    if v.dtype == np.bool_:
+        return "True" if v.item() else "False"
+    if np.issubdtype(v.dtype, np.floating):
+        return repr(float(v.item()))
+    return repr(v.item())
+
+
+Atom = Var | Literal
+
+
+@dataclass(eq=False)
+class Eqn:
+    """`outputs = primitive[params] inputs`, with the user's source line that produced it."""
+
+    primitive: Any  # aotjax.core.primitive.Primitive
+    inputs: list[Atom]
+    outputs: list[Var]
+    params: dict[str, Any]
+    source_info: SourceInfo | None = None
+
+
+@dataclass(eq=False)
+class Jaxpr:
+    """`{ lambda constvars ; invars . let eqns in (outvars) }`."""
+
+    constvars: list[Var]
+    invars: list[Var]
+    eqns: list[Eqn]
+    outvars: list[Atom]
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.outvars]
+
+    def pretty(self, source_info: bool = False) -> str:
+        from aotjax.core.pretty import pp_jaxpr  # NOTE: printer imports ir; lazy to avoid the cycle.
+
+        return pp_jaxpr(self, source_info=source_info)
+
+    def __str__(self) -> str:
+        return self.pretty()
+
+    def _repr_pretty_(self, p, cycle):  # IPython / Jupyter
+        p.text(str(self))
+
+
+@dataclass(eq=False)
+class ClosedJaxpr:
+    """A jaxpr plus the values of its constvars, and (optionally) the pytree structures of its
+    inputs and outputs as the user wrote them."""
+
+    jaxpr: Jaxpr
+    consts: list[Any]
+    in_tree: Any = None
+    out_tree: Any = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return self.jaxpr.in_avals
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return self.jaxpr.out_avals
+
+    @property
+    def eqns(self) -> list[Eqn]:
+        return self.jaxpr.eqns
+
+    def pretty(self, source_info: bool = False) -> str:
+        return self.jaxpr.pretty(source_info=source_info)
+
+    def __str__(self) -> str:
+        return self.pretty()
+
+    __repr__ = __str__
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))

@@ -1,0 +1,45 @@
+"""Where in the user's code an equation came from: the first stack frame outside aotjax."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_SKIP_PREFIXES = (_PACKAGE_DIR,)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    """A user source location: file, line and the enclosing function's name."""
+
+    file: str
+    line: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{os.path.basename(self.file)}:{self.line} ({self.function})"
+
+
+def _is_internal(filename: str) -> bool:
+    if filename.startswith(_SKIP_PREFIXES):
+        # NOTE: tests and examples live outside the package dir, so they count as user code.
+        return True
+    return "/jax/" in filename or "/jaxlib/" in filename or filename.startswith("<frozen")
+
+
+def user_source_info() -> SourceInfo | None:
+    """The innermost frame of the call stack that is user code (not aotjax, jax or the stdlib loader)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not _is_internal(os.path.abspath(filename) if not filename.startswith("<") else filename):
+            return SourceInfo(filename, frame.f_lineno, frame.f_code.co_name)
+        frame = frame.f_back
+    return None
+
+
+def where() -> str:
+    """' (at file.py:12 (fn))', or '' when no user frame is on the stack; for error messages."""
+    info = user_source_info()
+    return f" (at {info})" if info is not None else ""

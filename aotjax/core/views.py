@@ -1,0 +1,61 @@
+"""View chains: how a view is read from its base and how a write to it becomes a new base.
+
+A view is its base plus a chain of view steps (view primitives with their params). Reading applies
+the chain; writing a new value `y` to the view walks the chain backwards through each step's
+`view_inverse` rule. The same code serves eager tensors (with `apply` evaluating on concrete
+arrays) and functionalization (with `apply` = `bind`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from aotjax.core.primitive import Kind, Primitive
+
+Apply = Callable[..., Any]  # apply(prim, *operands, **params) -> value
+
+
+@dataclass(frozen=True, slots=True)
+class ViewStep:
+    """One view primitive applied with fixed params."""
+
+    prim: Primitive
+    params: tuple[tuple[str, Any], ...]
+
+    @staticmethod
+    def make(prim: Primitive, params: dict) -> "ViewStep":
+        assert prim.kind is Kind.VIEW, prim
+        return ViewStep(prim, tuple(params.items()))
+
+    def apply(self, apply: Apply, x):
+        return apply(self.prim, x, **dict(self.params))
+
+    def __str__(self) -> str:
+        ps = ", ".join(f"{k}={v}" for k, v in self.params)
+        return f"{self.prim.name}({ps})"
+
+
+Chain = tuple[ViewStep, ...]
+
+
+def apply_chain(apply: Apply, base, chain: Chain):
+    """The view's value: the chain applied to the base."""
+    for step in chain:
+        base = step.apply(apply, base)
+    return base
+
+
+def write_through(apply: Apply, base, chain: Chain, y):
+    """The new base after the view `chain` of `base` is overwritten with `y`."""
+    if not chain:
+        return y
+    bases = [base]
+    for step in chain[:-1]:
+        bases.append(step.apply(apply, bases[-1]))
+    for step, b in zip(reversed(chain), reversed(bases)):
+        y = step.prim.view_inverse(apply, b, y, **dict(step.params))
+    return y
+
+
+def chain_str(chain: Chain) -> str:
+    return " -> ".join(map(str, chain)) if chain else "(base)"

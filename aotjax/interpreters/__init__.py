@@ -1,0 +1,1 @@
+"""One module per interpreter; each owns its rule table."""

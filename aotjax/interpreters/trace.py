@@ -1,0 +1,91 @@
+"""The trace interpreter: records every primitive bound into a jaxpr, as written.
+
+View and in-place equations are recorded as they happen; a mutation equation binds a new variable
+for the tensor it wrote, and the Python tracer object then stands for that variable, so the jaxpr
+stays SSA. Read with reference semantics (`eval_jaxpr` on eager Tensors), it reproduces the
+traced function's writes into its arguments.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from aotjax.core.avals import ShapedArray, aval_of_value
+from aotjax.core.interpreter import Trace, Tracer
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from aotjax.core.primitive import Kind, abstract_eval
+from aotjax.core.source_info import user_source_info
+from aotjax.tensor import Tensor
+
+
+class JaxprTracer(Tracer, Tensor):
+    __slots__ = ("_trace", "_var")
+
+    def __init__(self, trace: "JaxprTrace", atom, strides=None, offset: int = 0):
+        self._trace = trace
+        self._var = atom
+        self._aval = atom.aval
+        self._strides = strides
+        self._offset = offset
+        self._storage = None
+        self._chain = ()
+        self._cache = None
+
+
+class JaxprBuilder:
+    """Collects the equations, constants and inputs of the jaxpr being traced."""
+
+    def __init__(self):
+        self.eqns: list[Eqn] = []
+        self.constvars: list[Var] = []
+        self.consts: list = []
+        self._const_tracers: dict[int, JaxprTracer] = {}
+
+    def new_arg(self, trace: "JaxprTrace", aval: ShapedArray, strides=None, offset: int = 0) -> JaxprTracer:
+        return JaxprTracer(trace, Var(aval), strides, offset)
+
+    def const(self, trace: "JaxprTrace", val, aval: ShapedArray, strides=None, offset: int = 0) -> JaxprTracer:
+        tracer = self._const_tracers.get(id(val))
+        if tracer is None:
+            var = Var(aval)
+            self.constvars.append(var)
+            self.consts.append(val)
+            tracer = self._const_tracers[id(val)] = JaxprTracer(trace, var, strides, offset)
+        return tracer
+
+    def build(self, invars: list[Var], out_tracers: list[JaxprTracer]) -> ClosedJaxpr:
+        jaxpr = Jaxpr(list(self.constvars), list(invars), list(self.eqns), [t._var for t in out_tracers])
+        return ClosedJaxpr(jaxpr, list(self.consts))
+
+
+class JaxprTrace(Trace):
+    @property
+    def builder(self) -> JaxprBuilder:
+        return self.main.global_data
+
+    def pure(self, val):
+        if isinstance(val, Tensor):
+            from aotjax.interpreters.eval import read  # NOTE: eager value captured as a constant
+
+            return self.builder.const(self, read(val), val.aval, val._strides, val._offset)
+        if isinstance(val, (bool, int, float, complex, np.generic)) or (
+                isinstance(val, np.ndarray) and val.ndim == 0):
+            arr = np.asarray(val)
+            if isinstance(val, float):
+                arr = arr.astype(np.float32)
+            return JaxprTracer(self, Literal(arr[()], aval_of_value(arr)))
+        return self.builder.const(self, val, aval_of_value(val))
+
+    def lift(self, tracer):
+        return self.builder.const(self, tracer, tracer.aval, tracer._strides, tracer._offset)
+
+    def process_primitive(self, prim, tracers, params):
+        avals_out = abstract_eval(prim, [t.aval for t in tracers], params)
+        outvars = [Var(a) for a in avals_out]
+        self.builder.eqns.append(Eqn(prim, [t._var for t in tracers], outvars, dict(params), user_source_info()))
+        if prim.kind is Kind.MUTATION:
+            written = [tracers[i] for i in prim.mutates]
+            for t, v in zip(written, outvars):
+                t._var = v
+                t._aval = v.aval
+            return written
+        return [JaxprTracer(self, v) for v in outvars]

@@ -1,0 +1,2 @@
+"""indexing ops (being written)."""
+__all__: list[str] = []

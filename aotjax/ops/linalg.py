@@ -1,0 +1,2 @@
+"""linalg ops (being written)."""
+__all__: list[str] = []

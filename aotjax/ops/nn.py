@@ -1,0 +1,2 @@
+"""nn ops (being written)."""
+__all__: list[str] = []

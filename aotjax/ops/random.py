@@ -1,0 +1,2 @@
+"""random ops (being written)."""
+__all__: list[str] = []

@@ -1,0 +1,2 @@
+"""reduction ops (being written)."""
+__all__: list[str] = []

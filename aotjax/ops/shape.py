@@ -1,0 +1,2 @@
+"""shape ops (being written)."""
+__all__: list[str] = []

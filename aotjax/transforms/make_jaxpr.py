@@ -1,0 +1,114 @@
+"""`make_jaxpr`: trace a function into a jaxpr of the program as written."""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from typing import Any, Callable, Sequence
+
+import jax
+import numpy as np
+
+from aotjax.core.avals import ShapedArray, aval_of_value, canonicalize_dtype
+from aotjax.core.interpreter import Tracer, full_raise, new_main
+from aotjax.core.ir import ClosedJaxpr
+from aotjax.core.typecheck import typecheck, typecheck_enabled
+from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
+from aotjax.tensor import Tensor
+
+logger = logging.getLogger("aotjax")
+
+
+def dump_enabled() -> bool:
+    """Whether every pass prints the jaxpr it produces (`AOTJAX_DUMP=1`)."""
+    return os.environ.get("AOTJAX_DUMP", "0") not in ("", "0")
+
+
+def log_pass(name: str, jaxpr: ClosedJaxpr) -> None:
+    """Typecheck (when enabled) and log/dump the jaxpr a pass produced."""
+    if typecheck_enabled():
+        typecheck(jaxpr)
+    if dump_enabled():
+        print(f"--- aotjax pass: {name} ---\n{jaxpr.pretty(source_info=True)}")
+    elif logger.isEnabledFor(logging.DEBUG):
+        logger.debug("pass %s:\n%s", name, jaxpr.pretty(source_info=True))
+
+
+def split_static(args: Sequence, static_argnums: Sequence[int]):
+    """Separate static positional arguments (kept as Python values) from dynamic ones."""
+    static = {i % len(args) if args else i for i in static_argnums}
+    dyn = [a for i, a in enumerate(args) if i not in static]
+
+    def merge(dyn_vals):
+        it = iter(dyn_vals)
+        return [args[i] if i in static else next(it) for i in range(len(args))]
+
+    return dyn, merge
+
+
+def input_aval(x: Any) -> tuple[ShapedArray, Any, int]:
+    """The abstract value (and PyTorch strides, offset) an argument leaf is traced with."""
+    if isinstance(x, Tensor):
+        return x.aval, x._strides, x._offset
+    if isinstance(x, bool):
+        return ShapedArray((), np.bool_), None, 0
+    if isinstance(x, int):
+        from aotjax.ops.promotion import default_int_dtype
+
+        return ShapedArray((), default_int_dtype()), None, 0
+    if isinstance(x, float):
+        return ShapedArray((), np.float32), None, 0
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return ShapedArray(x.shape, canonicalize_dtype(x.dtype)), None, 0
+    raise TypeError(f"make_jaxpr: an argument of type {type(x).__name__} is not an array, a Tensor or a "
+                    f"scalar; pass it with static_argnums if it is a configuration value")
+
+
+def trace_to_jaxpr(fun: Callable, args: Sequence, kwargs: dict, static_argnums: Sequence[int] = ()):
+    """Trace `fun(*args, **kwargs)` into a ClosedJaxpr (with `in_tree` and `out_tree` set)."""
+    dyn, merge = split_static(args, static_argnums)
+    leaves, in_tree = jax.tree_util.tree_flatten((dyn, kwargs))
+    with new_main(JaxprTrace, JaxprBuilder(), dynamic=True) as main:
+        trace = main.trace
+        in_tracers = [trace.builder.new_arg(trace, *input_aval(x)) for x in leaves]
+        invars = [t._var for t in in_tracers]
+        dyn_t, kwargs_t = jax.tree_util.tree_unflatten(in_tree, in_tracers)
+        out = fun(*merge(dyn_t), **kwargs_t)
+        out_leaves, out_tree = jax.tree_util.tree_flatten(out)
+        out_tracers = [full_raise(trace, o) for o in out_leaves]
+        closed = trace.builder.build(invars, out_tracers)
+    closed.in_tree, closed.out_tree = in_tree, out_tree
+    return closed
+
+
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False):
+    """Trace `fun` into the jaxpr of the program as written (views and in-place ops included).
+
+    Returns a function that takes `fun`'s arguments (pytrees of Tensors, arrays and scalars) and
+    returns a `ClosedJaxpr`; its `in_tree`/`out_tree` attributes hold the pytree structures of the
+    arguments and results. With `return_shape=True` it returns `(jaxpr, out_shapes)`.
+
+    >>> import aotjax
+    >>> def f(x):
+    ...     x[0].mul_(2)
+    ...     return x.sin()
+    >>> print(aotjax.make_jaxpr(f)(aotjax.ones(3)))
+    { lambda ; a:f32[3]. let
+        b:f32[] = select[dim=0 index=0] a
+        c:f32[] = mul_ b 2.0
+        d:f32[3] = sin a
+      in (d,) }
+    """
+    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        closed = trace_to_jaxpr(fun, args, kwargs, static_argnums)
+        log_pass("trace", closed)
+        if return_shape:
+            shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
+            return closed, jax.tree_util.tree_unflatten(closed.out_tree, shapes)
+        return closed
+
+    return wrapped
+

@@ -1,0 +1,16 @@
+import os
+
+os.environ.setdefault("AOTJAX_TYPECHECK", "1")  # every pass typechecks the jaxpr it produces
+
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)  # float64 for finite differences; int64 as PyTorch's default
+
+import pytest  # noqa: E402
+
+import aotjax  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _doctest_namespace(doctest_namespace):
+    doctest_namespace["aotjax"] = aotjax
