@@ -3,6 +3,8 @@ from aotjax.tensor import Tensor  # noqa: I001  (the import order sets up the in
 from aotjax.interpreters import eval as _eval  # noqa: F401
 from aotjax.core import ClosedJaxpr, Jaxpr, ShapedArray, eval_jaxpr, typecheck
 from aotjax.ops import *  # noqa: F401,F403
+from aotjax.ops import random  # noqa: F401
+from aotjax.dtypes import *  # noqa: F401,F403
 from aotjax.transforms import make_jaxpr
 
 __version__ = "0.1.0"

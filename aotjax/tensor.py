@@ -246,6 +246,39 @@ class Tensor:
             return format(self.item(), spec)
         return repr(self)
 
+    # -- casts (methods only: `aotjax.float` is a dtype, as `torch.float` is) -------------------
+    def type_as(self, other: "Tensor") -> "Tensor":
+        """`self` converted to `other`'s dtype."""
+        return _ops.to(self, other.dtype)
+
+    def float(self) -> "Tensor":
+        """`self` as float32."""
+        return _ops.to(self, np.float32)
+
+    def double(self) -> "Tensor":
+        """`self` as float64 (float32 unless jax's x64 mode is on)."""
+        return _ops.to(self, np.float64)
+
+    def half(self) -> "Tensor":
+        """`self` as float16."""
+        return _ops.to(self, np.float16)
+
+    def bfloat16(self) -> "Tensor":
+        """`self` as bfloat16."""
+        return _ops.to(self, "bfloat16")
+
+    def int(self) -> "Tensor":
+        """`self` as int32."""
+        return _ops.to(self, np.int32)
+
+    def long(self) -> "Tensor":
+        """`self` as int64 (int32 unless jax's x64 mode is on)."""
+        return _ops.to(self, np.int64)
+
+    def bool(self) -> "Tensor":
+        """`self` as bool."""
+        return _ops.to(self, np.bool_)
+
     # -- operators ------------------------------------------------------------------------------
     def __add__(self, other): return _ops.add(self, other)
     def __radd__(self, other): return _ops.add(other, self)
@@ -316,7 +349,7 @@ add sub mul div floor_divide remainder pow maximum minimum atan2 eq ne lt le gt 
 bitwise_and bitwise_or bitwise_xor bitwise_not clamp clip lerp where
 add_ sub_ mul_ div_ floor_divide_ remainder_ pow_ atan2_ eq_ ne_ lt_ le_ gt_ ge_ logical_and_ logical_or_
 bitwise_and_ bitwise_or_ bitwise_xor_ clamp_ clip_ lerp_
-to type_as float double half bfloat16 int long bool
+to
 """.split()
 REDUCTION_METHODS = "sum mean prod amax amin max min argmax argmin all any var std logsumexp cumsum".split()
 LINALG_METHODS = "matmul mm bmm dot outer".split()

@@ -1,0 +1,22 @@
+"""Dtype names, as PyTorch spells them. Each is a `numpy.dtype`; 64-bit types hold 64-bit data only
+when jax's x64 mode is on (`jax.config.update("jax_enable_x64", True)`), else their 32-bit form."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+float16 = half = np.dtype(np.float16)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float32 = float = np.dtype(np.float32)  # noqa: A001
+float64 = double = np.dtype(np.float64)
+int8 = np.dtype(np.int8)
+int16 = short = np.dtype(np.int16)
+int32 = int = np.dtype(np.int32)  # noqa: A001
+int64 = long = np.dtype(np.int64)
+uint8 = np.dtype(np.uint8)
+uint32 = np.dtype(np.uint32)
+bool = np.dtype(np.bool_)  # noqa: A001
+complex64 = cfloat = np.dtype(np.complex64)
+
+__all__ = ["float16", "half", "bfloat16", "float32", "float", "float64", "double", "int8", "int16", "short",
+           "int32", "int", "int64", "long", "uint8", "uint32", "bool", "complex64", "cfloat"]
