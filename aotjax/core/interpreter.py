@@ -147,6 +147,9 @@ def bind(prim: Primitive, *args, **params):
     return outs if prim.multiple_results else outs[0]
 
 
+Primitive.bind = bind  # `prim.bind(*args)` is `bind(prim, *args)`, with no extra call on the hot path
+
+
 def _check_writable(prim: Primitive, trace: Trace, args) -> None:
     for i in prim.mutates:
         a = args[i]

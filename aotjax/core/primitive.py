@@ -44,6 +44,14 @@ class ViewStridesRule(Protocol):
     def __call__(self, shape: tuple, strides: tuple, offset: int, **params: Any) -> tuple[tuple, int]: ...
 
 
+_registry: list["Primitive"] = []
+
+
+def all_primitives() -> list["Primitive"]:
+    """Every primitive defined so far (the op families register theirs when imported)."""
+    return list(_registry)
+
+
 class Primitive:
     """An operation of the IR. `bind` applies it under the current interpreter stack."""
 
@@ -62,11 +70,11 @@ class Primitive:
         self.print_rule: Callable[[dict], dict] | None = None
         if kind is Kind.MUTATION and not mutates:
             raise ValueError(f"mutation primitive '{name}' must declare the operands it writes")
+        _registry.append(self)
 
     def bind(self, *args, **params):
-        from aotjax.core.interpreter import bind  # NOTE: interpreter imports primitive; lazy to avoid the cycle.
-
-        return bind(self, *args, **params)
+        """Apply this primitive under the interpreter stack (`aotjax.core.interpreter.bind`)."""
+        raise NotImplementedError  # NOTE: replaced by interpreter.bind itself when that module loads
 
     def __repr__(self) -> str:
         return self.name

@@ -84,6 +84,9 @@ def _as_tensor(x) -> Tensor:
     return x if isinstance(x, Tensor) else Tensor._wrap(jax.numpy.asarray(x))
 
 
+_FUNCTIONAL = Kind.FUNCTIONAL
+
+
 class EvalTrace(Trace):
     def pure(self, x):
         return x
@@ -92,7 +95,7 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim, args, params):
         kind = prim.kind
-        if kind is Kind.FUNCTIONAL:
+        if kind is _FUNCTIONAL:
             out = impl(prim, [read(a) for a in args], params)
             if prim.multiple_results:
                 return [Tensor._wrap(o) for o in out]

@@ -93,7 +93,7 @@ def promote(*operands, dtype=None):
         if isinstance(x, Tensor):
             out.append(x if x.dtype == dtype else convert(x, dtype))
         elif is_scalar(x):
-            out.append(np.asarray(x, dtype=dtype)[()])
+            out.append(dtype.type(x))
         elif isinstance(x, (np.ndarray, np.generic, jax.Array)):
             out.append(convert(as_tensor(x), dtype))
         else:

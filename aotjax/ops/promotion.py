@@ -28,15 +28,24 @@ def default_int_dtype() -> np.dtype:
     return np.dtype(np.int64) if jax.config.jax_enable_x64 else np.dtype(np.int32)
 
 
+_categories: dict = {}
+
+
 def category(dtype) -> int:
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return _BOOL
-    if np.issubdtype(dtype, np.integer):
-        return _INT
-    if np.issubdtype(dtype, np.complexfloating):
-        return _COMPLEX
-    return _FLOAT
+    """0 bool, 1 integer, 2 floating, 3 complex."""
+    c = _categories.get(dtype)
+    if c is None:
+        d = np.dtype(dtype)
+        if d == np.bool_:
+            c = _BOOL
+        elif np.issubdtype(d, np.integer):
+            c = _INT
+        elif np.issubdtype(d, np.complexfloating):
+            c = _COMPLEX
+        else:
+            c = _FLOAT
+        _categories[dtype] = c
+    return c
 
 
 def is_float(dtype) -> bool:
@@ -80,16 +89,25 @@ def _combine(higher, lower):
 
 def result_type(*operands) -> np.dtype:
     """The dtype PyTorch gives an elementwise op on `operands` (Tensors, arrays, Python scalars)."""
+    key = tuple(type(x) if isinstance(x, _PY_SCALARS) else (x.dtype, len(x.shape) > 0) for x in operands)
+    dt = _result_types.get(key)
+    if dt is None:
+        dt = _result_types[key] = _result_type(key)
+    return dt
+
+
+_result_types: dict = {}
+
+
+def _result_type(key) -> np.dtype:
     dim_t = zero_t = wrapped = None
-    for x in operands:
-        if isinstance(x, _PY_SCALARS):
-            wrapped = promote_types(wrapped, _scalar_dtype(x))
-        elif getattr(x, "ndim", 0) == 0 and not isinstance(x, np.generic):
-            zero_t = promote_types(zero_t, np.dtype(x.dtype))
-        elif isinstance(x, np.generic):
-            zero_t = promote_types(zero_t, np.dtype(x.dtype))
+    for k in key:
+        if isinstance(k, type):
+            wrapped = promote_types(wrapped, _scalar_dtype(k(0)))
+        elif k[1]:
+            dim_t = promote_types(dim_t, np.dtype(k[0]))
         else:
-            dim_t = promote_types(dim_t, np.dtype(x.dtype))
+            zero_t = promote_types(zero_t, np.dtype(k[0]))
     return canonicalize_dtype(_combine(dim_t, _combine(zero_t, wrapped)))
 
 

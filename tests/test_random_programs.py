@@ -1,0 +1,77 @@
+"""Hypothesis-generated programs of views, in-place ops and returns: eager and eval_jaxpr(make_jaxpr)
+agree on outputs and on the arguments afterwards."""
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.helpers import check_traced_matches_eager
+
+import aotjax
+
+# Each step acts on live tensor number `i` (mod the number live); views and results join the pool.
+VIEW_STEPS = ["t", "row", "col_slice", "unsqueeze", "flatten_view", "diagonal", "detach", "expand_read"]
+WRITE_STEPS = ["add_", "mul_", "zero_", "copy_from", "setitem_row", "t_", "unsqueeze_squeeze_"]
+VALUE_STEPS = ["mul_add", "clone", "sin"]
+
+step = st.tuples(st.sampled_from(VIEW_STEPS + WRITE_STEPS + VALUE_STEPS), st.integers(0, 7), st.integers(0, 7))
+
+
+def _apply(pool, name, i, j):
+    x = pool[i % len(pool)]
+    y = pool[j % len(pool)]
+    if name == "t" and x.ndim == 2:
+        pool.append(x.t())
+    elif name == "row" and x.ndim >= 1 and x.shape[0] > 0:
+        pool.append(x[j % x.shape[0]])
+    elif name == "col_slice" and x.ndim == 2:
+        pool.append(x[:, j % 2::2])
+    elif name == "unsqueeze" and x.ndim < 3:
+        pool.append(x.unsqueeze(j % (x.ndim + 1)))
+    elif name == "flatten_view" and x.is_contiguous():
+        pool.append(x.view(-1))
+    elif name == "diagonal" and x.ndim == 2:
+        pool.append(x.diagonal())
+    elif name == "detach":
+        pool.append(x.detach())
+    elif name == "expand_read" and x.ndim >= 1:
+        pool.append(x.unsqueeze(0).expand(2, *x.shape).sum(0))
+    elif name == "add_":
+        x.add_(j * 0.5)
+    elif name == "mul_":
+        x.mul_(1.0 + j * 0.25)
+    elif name == "zero_":
+        x.zero_()
+    elif name == "copy_from" and y.shape == x.shape and y is not x:
+        x.copy_(y)
+    elif name == "setitem_row" and x.ndim >= 1 and x.shape[0] > 0:
+        x[j % x.shape[0]] = float(j)
+    elif name == "t_" and x.ndim == 2:
+        x.t_()
+    elif name == "unsqueeze_squeeze_" and x.ndim < 3:
+        x.unsqueeze_(0)
+        x.squeeze_(0)
+    elif name == "mul_add":
+        pool.append(x * 2 + y.sum())
+    elif name == "clone":
+        pool.append(x.clone())
+    elif name == "sin":
+        pool.append(x.sin())
+
+
+def make_program(steps, n_out):
+    def program(a, b):
+        pool = [a, b]
+        for s in steps:
+            _apply(pool, *s)
+        return tuple(pool[-(k + 1) % len(pool)] for k in range(n_out))
+
+    return program
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(step, min_size=1, max_size=10), n_out=st.integers(1, 3))
+def test_random_programs_trace_like_eager(steps, n_out):
+    rng = np.random.default_rng(0)
+    a = aotjax.tensor(rng.normal(size=(3, 4)).astype(np.float32))
+    b = aotjax.tensor(rng.normal(size=(4,)).astype(np.float32))
+    check_traced_matches_eager(make_program(steps, n_out), a, b, rtol=1e-5, atol=1e-5)
