@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aotjax.core.avals import ShapedArray, dtype_short_name
+from aotjax.core.avals import ShapedArray
 from aotjax.core.interpreter import Tracer, contiguous_strides
 
 
@@ -355,7 +355,7 @@ REDUCTION_METHODS = "sum mean prod amax amin max min argmax argmin all any var s
 LINALG_METHODS = "matmul mm bmm dot outer".split()
 VIEW_METHODS = """
 view view_as reshape reshape_as flatten contiguous transpose permute t squeeze unsqueeze expand expand_as
-broadcast_to select narrow diagonal unbind split chunk movedim detach t_ transpose_ squeeze_ unsqueeze_
+broadcast_to select narrow diagonal unbind split chunk movedim detach t_ transpose_ squeeze_ unsqueeze_ as_strided
 """.split()
 NEW_VALUE_METHODS = "clone flip roll repeat tile tril triu".split()
 INDEXING_METHODS = """

@@ -4,8 +4,17 @@ import numpy as np
 import pytest
 
 import aotjax
-from aotjax.core import (AliasingError, AotjaxError, ConcretizationError, Eqn, Jaxpr, JaxprTypeError, ShapedArray,
-                         Var, typecheck)
+from aotjax.core import (
+    AliasingError,
+    AotjaxError,
+    ConcretizationError,
+    Eqn,
+    Jaxpr,
+    JaxprTypeError,
+    ShapedArray,
+    Var,
+    typecheck,
+)
 
 
 def test_shaped_array_prints_short_and_hashes():

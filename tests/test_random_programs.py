@@ -4,9 +4,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import check_traced_matches_eager
-
 import aotjax
+from tests.helpers import check_traced_matches_eager
 
 # Each step acts on live tensor number `i` (mod the number live); views and results join the pool.
 VIEW_STEPS = ["t", "row", "col_slice", "unsqueeze", "flatten_view", "diagonal", "detach", "expand_read"]

@@ -130,8 +130,11 @@ def bind(prim: Primitive, *args, **params):
     """Apply `prim` to `args` under the interpreter stack; returns one output, or a list when the
     primitive has multiple results."""
     trace = find_top_trace(args)
-    if prim.kind is Kind.MUTATION and trace.main.level > 0:
-        _check_writable(prim, trace, args)
+    if prim.kind is Kind.MUTATION:
+        if trace.main.level > 0:
+            _check_writable(prim, trace, args)
+        if prim.metadata_view is None:
+            _check_no_internal_overlap(prim, args)
     tracers = [full_raise(trace, a) for a in args] if trace.main.level else args
     if prim.metadata_view is not None:
         t = tracers[0]
@@ -139,7 +142,12 @@ def bind(prim: Primitive, *args, **params):
         outs = trace.process_primitive(prim, tracers, params)
         _set_view_strides(prim.metadata_view, layout, outs, params)
     else:
-        outs = trace.process_primitive(prim, tracers, params)
+        try:
+            outs = trace.process_primitive(prim, tracers, params)
+        except AliasingError as e:  # a write forbidden by a view it goes through: name the writing op too
+            if prim.kind is Kind.MUTATION and not str(e).startswith(prim.name + ":"):
+                raise AliasingError(f"{prim.name}: {e}") from None
+            raise
         if prim.view_strides is not None:
             src = args[0]
             _set_view_strides(prim, (tuple(src.shape), getattr(src, "_strides", None),
@@ -158,6 +166,19 @@ def _check_writable(prim: Primitive, trace: Trace, args) -> None:
                 f"{prim.name}: in-place write to a tensor captured from outside the function being "
                 f"transformed{where()}. Pass the tensor to the function as an argument (its mutation is "
                 f"then applied to the caller's tensor), or write into a copy (`t.clone()`).")
+
+
+def _check_no_internal_overlap(prim: Primitive, args) -> None:
+    """As PyTorch: an in-place write into a tensor whose elements share memory (an expanded view, with a
+    stride of 0 on a dim of size > 1) is an error."""
+    for i in prim.mutates:
+        a = args[i]
+        strides = getattr(a, "_strides", None)
+        if strides is not None and any(s == 0 and n > 1 for s, n in zip(strides, a.shape, strict=True)):
+            raise AliasingError(
+                f"{prim.name}: unsupported operation: more than one element of the written-to tensor (shape "
+                f"{list(a.shape)}, stride {tuple(strides)}) refers to a single memory location{where()}. This "
+                f"tensor is an expanded view; call .clone() on it before writing in place.")
 
 
 def _set_view_strides(view_prim: Primitive, layout, outs, params) -> None:

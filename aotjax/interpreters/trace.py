@@ -70,7 +70,7 @@ class JaxprTrace(Trace):
         if isinstance(val, (bool, int, float, complex, np.generic)) or (
                 isinstance(val, np.ndarray) and val.ndim == 0):
             arr = np.asarray(val)
-            if isinstance(val, float):
+            if type(val) is float:  # NOTE: np.float64 subclasses float but keeps its dtype
                 arr = arr.astype(np.float32)
             return JaxprTracer(self, Literal(arr[()], aval_of_value(arr)))
         return self.builder.const(self, val, aval_of_value(val))

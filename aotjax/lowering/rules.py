@@ -5,7 +5,7 @@ Eager evaluation, `to_jax` and compilation all use these rules, so the three can
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import jax
 

@@ -1,5 +1,6 @@
 """Primitives grouped by family. Each family module defines its primitives with every rule beside
 them, and the user-facing op functions (which are also Tensor methods)."""
+from aotjax.ops import random  # noqa: F401
 from aotjax.ops._frontend import *  # noqa: F401,F403
 from aotjax.ops.creation import *  # noqa: F401,F403
 from aotjax.ops.elementwise import *  # noqa: F401,F403
@@ -10,4 +11,3 @@ from aotjax.ops.promotion import default_float_dtype, default_int_dtype, result_
 from aotjax.ops.reduction import *  # noqa: F401,F403
 from aotjax.ops.shape import *  # noqa: F401,F403
 from aotjax.ops.views import *  # noqa: F401,F403
-from aotjax.ops import random  # noqa: F401

@@ -55,8 +55,9 @@ def as_tensor(x) -> Tensor:
     return tensor(x)
 
 
-def to_dtype(dtype) -> np.dtype:
-    """A canonical numpy dtype from a dtype-like (`aotjax.float32`, `'float32'`, `np.int8`, `float`)."""
+def to_dtype(dtype, op: str = "") -> np.dtype:
+    """A canonical numpy dtype from a dtype-like (`aotjax.float32`, `'float32'`, `np.int8`, `float`);
+    a DTypeError naming `op` for anything else."""
     if dtype is float:
         from aotjax.ops.promotion import default_float_dtype
 
@@ -70,8 +71,9 @@ def to_dtype(dtype) -> np.dtype:
     try:
         return canonicalize_dtype(np.dtype(dtype))
     except TypeError:
-        raise DTypeError(f"unknown dtype {dtype!r}{where()}; use one of aotjax.float32, float16, bfloat16, "
-                         f"float64, int8, int16, int32, int64, uint8, bool, complex64") from None
+        prefix = f"{op}: " if op else ""
+        raise DTypeError(f"{prefix}unknown dtype {dtype!r}{where()}; use one of aotjax.float32, float16, "
+                         f"bfloat16, float64, int8, int16, int32, int64, uint8, bool, complex64") from None
 
 
 def convert(x, dtype):

@@ -1,52 +1,328 @@
-"""Creation ops: `tensor`, `zeros`, `ones`, `full`, `arange`, ... ."""
+"""Creation ops: `tensor` wraps concrete data; `zeros`, `ones`, `full`, `arange`, `linspace`, `eye` and
+their `_like` forms are primitives with no operands, so that under `make_jaxpr` they are staged as
+equations (`full[shape=(2, 3) fill_value=0.0 dtype=float32]`) rather than captured as constants."""
 from __future__ import annotations
+
+import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
-from aotjax.ops._frontend import normalize_shape, to_dtype
-from aotjax.ops.promotion import default_float_dtype, default_int_dtype
+from aotjax.core.errors import ConcretizationError, ShapeError
+from aotjax.core.interpreter import Tracer
+from aotjax.core.source_info import where
+from aotjax.ops._combinators import standard_primitive
+from aotjax.ops._frontend import to_dtype
+from aotjax.ops.promotion import category, default_float_dtype, default_int_dtype, is_float
 from aotjax.tensor import Tensor
 
-__all__ = ["tensor", "zeros", "ones"]
+__all__ = ["tensor", "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "zeros_like", "ones_like",
+           "full_like", "empty_like"]
 
 
-def _infer_dtype(data) -> np.dtype:
-    arr = np.asarray(data)
-    if arr.dtype == np.bool_:
+# -- frontend helpers ------------------------------------------------------------------------------
+def _dtype(op: str, dtype, default=None) -> np.dtype:
+    """`dtype` as a canonical numpy dtype (or `default` when it is None); errors name `op`."""
+    if dtype is None:
+        return default
+    if isinstance(dtype, Tensor):
+        return dtype.dtype
+    return to_dtype(dtype, op)
+
+
+def _size(op: str, size) -> tuple[int, ...]:
+    """`f(2, 3)`, `f((2, 3))` and `f([2, 3])` all mean shape (2, 3); sizes must be non-negative ints."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    try:
+        shape = tuple(_index(s) for s in size)
+    except ConcretizationError:
+        raise
+    except TypeError:
+        raise TypeError(f"{op}: a size must be ints, e.g. {op}(2, 3) or {op}((2, 3)); got "
+                        f"{tuple(size)!r}{where()}") from None
+    if any(s < 0 for s in shape):
+        raise ShapeError(f"{op}: sizes must be non-negative, got {list(shape)}{where()}")
+    return shape
+
+
+def _index(s) -> int:
+    if isinstance(s, (bool, float)) or not hasattr(s, "__index__"):
+        raise TypeError
+    return int(s.__index__())
+
+
+def _python_scalar(op: str, x):
+    """A Python bool/int/float/complex from a number, a NumPy scalar or a one-element eager Tensor."""
+    if isinstance(x, Tracer):
+        raise TypeError(f"{op}: expects a Python number, got a traced tensor ({x.aval.str_short()}){where()}; "
+                        f"compute with the tensor instead, e.g. `zeros_like(x) + v`")
+    if isinstance(x, (Tensor, np.ndarray, np.generic, jax.Array)):
+        x = np.asarray(x).item()
+    if not isinstance(x, (bool, int, float, complex)):
+        raise TypeError(f"{op}: expects a Python number, got {type(x).__name__}{where()}")
+    return x
+
+
+def _scalar_dtype(x) -> np.dtype:
+    """The dtype PyTorch gives a Python number: bool, the default int, float32, complex64."""
+    if isinstance(x, bool):
+        return np.dtype(np.bool_)
+    if isinstance(x, int):
+        return default_int_dtype()
+    if isinstance(x, float):
+        return default_float_dtype()
+    return np.dtype(np.complex64)
+
+
+_NAN = float("nan")
+
+
+def _as_param(x, dtype: np.dtype):
+    """`x` as the Python scalar type of `dtype`'s category (so equal params mean equal results)."""
+    c = category(dtype)
+    if c < 3 and isinstance(x, complex):
+        x = x.real
+    x = (bool, int, float, complex)[c](x)
+    # NOTE: one NaN object, so that NaN params hit the eager compile cache (NaN != NaN, but `is` holds).
+    return _NAN if isinstance(x, float) and x != x else x
+
+
+# -- tensor ----------------------------------------------------------------------------------------
+def _infer_dtype(data, arr: np.ndarray) -> np.dtype:
+    """PyTorch's dtype for `data` (as the NumPy array `arr`): arrays keep theirs; Python numbers and
+    lists get the defaults (float32, the default int, bool, complex64)."""
+    if isinstance(data, (np.ndarray, np.generic)) or arr.dtype == np.bool_:
         return arr.dtype
     if np.issubdtype(arr.dtype, np.integer):
-        return default_int_dtype() if not isinstance(data, np.ndarray) else arr.dtype
-    if np.issubdtype(arr.dtype, np.floating) and not isinstance(data, (np.ndarray, np.generic)):
-        return default_float_dtype()
-    return arr.dtype
+        return default_int_dtype()
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        return np.dtype(np.complex64)
+    return default_float_dtype()
 
 
 def tensor(data, dtype=None) -> Tensor:
-    """A new tensor from a list, NumPy array, `jax.Array`, Tensor or Python scalar.
+    """A new tensor from a (nested) list, NumPy array, `jax.Array`, Tensor or Python scalar.
 
-    Python floats give float32, Python ints the default int dtype; arrays keep their dtype. A
-    `jax.Array` is wrapped without a copy (and is never donated by aotjax).
+    Python floats give float32, ints the default int dtype, bools bool; arrays keep their dtype. A
+    `jax.Array` is wrapped without a copy (and is never donated by aotjax). Created from concrete
+    data, the tensor is a constant of any function traced with it.
 
     >>> aotjax.tensor([[1, 2], [3, 4]]).shape
     (2, 2)
+    >>> aotjax.tensor(1.5).dtype
+    dtype('float32')
     """
+    dt = _dtype("tensor", dtype)
     if isinstance(data, Tensor):
-        data = data.numpy() if dtype is None else data.numpy()
+        from aotjax.ops._frontend import convert
+
+        if isinstance(data, Tracer):  # a traced tensor: a copy is a new value of the same program
+            return convert(data, dt) if dt is not None and dt != data.dtype else data.clone()
+        from aotjax.interpreters.eval import read  # NOTE: eval sits above ops; only eager values here
+
+        data = read(data)
+        return Tensor._wrap(jnp.array(data, dtype=dt, copy=True))
     if isinstance(data, jax.Array) and not isinstance(data, jax.core.Tracer):
-        if dtype is not None and to_dtype(dtype) != data.dtype:
-            return Tensor._wrap(data.astype(to_dtype(dtype)))
+        if dt is not None and dt != data.dtype:
+            return Tensor._wrap(data.astype(dt))
         return Tensor._wrap(data, owned=False)
-    dt = to_dtype(dtype) if dtype is not None else to_dtype(_infer_dtype(data))
-    return Tensor._wrap(jnp.asarray(np.asarray(data), dtype=dt))
+    try:
+        arr = np.asarray(data)
+    except ValueError as e:
+        raise ShapeError(f"tensor: the data is not a rectangular nested list of numbers ({e}){where()}") from None
+    if arr.dtype == object or arr.dtype.kind in "USV":
+        raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} data{where()}; expected "
+                        f"numbers, (nested) lists of numbers or arrays")
+    if dt is None:
+        dt = to_dtype(_infer_dtype(data, arr))
+    return Tensor._wrap(jnp.asarray(arr, dtype=dt))
 
 
-def zeros(*shape, dtype=None) -> Tensor:
-    """A tensor of zeros (float32 unless `dtype` is given)."""
-    return Tensor._wrap(jnp.zeros(normalize_shape(shape), to_dtype(dtype or default_float_dtype())))
+# -- full ------------------------------------------------------------------------------------------
+full_p = standard_primitive(
+    "full", lambda *, shape, fill_value, dtype: shape, lambda *, shape, fill_value, dtype: dtype,
+    lambda *, shape, fill_value, dtype: jnp.full(shape, fill_value, dtype))
 
 
-def ones(*shape, dtype=None) -> Tensor:
-    """A tensor of ones (float32 unless `dtype` is given)."""
-    return Tensor._wrap(jnp.ones(normalize_shape(shape), to_dtype(dtype or default_float_dtype())))
+def _full(shape, fill_value, dtype) -> Tensor:
+    return full_p.bind(shape=shape, fill_value=_as_param(fill_value, dtype), dtype=dtype)
+
+
+def full(size, fill_value, dtype=None) -> Tensor:
+    """A tensor of shape `size` filled with `fill_value`; the dtype follows `fill_value` as in PyTorch
+    (float → float32, int → the default int dtype, bool → bool) unless `dtype` is given.
+
+    >>> aotjax.full((2, 2), 7)
+    tensor([[7, 7],
+            [7, 7]])
+    """
+    fill_value = _python_scalar("full", fill_value)
+    return _full(_size("full", (size,)), fill_value, _dtype("full", dtype, _scalar_dtype(fill_value)))
+
+
+def zeros(*size, dtype=None) -> Tensor:
+    """A tensor of zeros (float32 unless `dtype` is given); `zeros(2, 3)` or `zeros((2, 3))`.
+
+    >>> aotjax.zeros(2, dtype=aotjax.int32)
+    tensor([0, 0], dtype=int32)
+    """
+    return _full(_size("zeros", size), 0, _dtype("zeros", dtype, default_float_dtype()))
+
+
+def ones(*size, dtype=None) -> Tensor:
+    """A tensor of ones (float32 unless `dtype` is given); `ones(2, 3)` or `ones((2, 3))`.
+
+    >>> aotjax.ones(3)
+    tensor([1., 1., 1.])
+    """
+    return _full(_size("ones", size), 1, _dtype("ones", dtype, default_float_dtype()))
+
+
+def empty(*size, dtype=None) -> Tensor:
+    """An "uninitialized" tensor: XLA has no uninitialized memory, so it holds zeros.
+
+    >>> aotjax.empty(2, 3).shape
+    (2, 3)
+    """
+    return _full(_size("empty", size), 0, _dtype("empty", dtype, default_float_dtype()))
+
+
+def full_like(input, fill_value, dtype=None) -> Tensor:
+    """A tensor of `input`'s shape (and dtype, unless `dtype` is given) filled with `fill_value`.
+
+    >>> aotjax.full_like(aotjax.zeros(2), 0.5)
+    tensor([0.5, 0.5])
+    """
+    fill_value = _python_scalar("full_like", fill_value)
+    return _full(tuple(input.shape), fill_value, _dtype("full_like", dtype, input.dtype))
+
+
+def zeros_like(input, dtype=None) -> Tensor:
+    """Zeros of `input`'s shape and dtype (unless `dtype` is given).
+
+    >>> aotjax.zeros_like(aotjax.tensor([1, 2]))
+    tensor([0, 0])
+    """
+    return _full(tuple(input.shape), 0, _dtype("zeros_like", dtype, input.dtype))
+
+
+def ones_like(input, dtype=None) -> Tensor:
+    """Ones of `input`'s shape and dtype (unless `dtype` is given).
+
+    >>> aotjax.ones_like(aotjax.zeros(2), dtype=aotjax.bool)
+    tensor([ True,  True])
+    """
+    return _full(tuple(input.shape), 1, _dtype("ones_like", dtype, input.dtype))
+
+
+def empty_like(input, dtype=None) -> Tensor:
+    """An "uninitialized" tensor like `input` (zeros: XLA has no uninitialized memory).
+
+    >>> aotjax.empty_like(aotjax.zeros(2, 3)).shape
+    (2, 3)
+    """
+    return _full(tuple(input.shape), 0, _dtype("empty_like", dtype, input.dtype))
+
+
+# -- arange ----------------------------------------------------------------------------------------
+def _arange_length(start, end, step) -> int:
+    if all(isinstance(v, int) for v in (start, end, step)):
+        return max(-((start - end) // step), 0)  # exact ceil((end - start) / step)
+    return max(math.ceil((end - start) / step), 0)
+
+
+def _accumulation_dtype() -> np.dtype:
+    """Float values are computed in the widest float the device has, then rounded (as PyTorch does)."""
+    return np.dtype(np.float64) if jax.config.jax_enable_x64 else np.dtype(np.float32)
+
+
+def _arange_lower(*, start, end, step, dtype):
+    n = _arange_length(start, end, step)
+    if not is_float(dtype) and all(isinstance(v, int) for v in (start, end, step)):
+        return start + step * lax.iota(dtype, n)
+    acc = _accumulation_dtype()
+    return (start + step * lax.iota(acc, n)).astype(dtype)
+
+
+arange_p = standard_primitive(
+    "arange", lambda *, start, end, step, dtype: (_arange_length(start, end, step),),
+    lambda *, start, end, step, dtype: dtype, _arange_lower)
+
+
+def arange(start, end=None, step=1, dtype=None) -> Tensor:
+    """Values from `start` (default 0) up to `end` (excluded) by `step`, as `torch.arange`.
+
+    All-integer arguments give the default int dtype, any float one float32.
+
+    >>> aotjax.arange(4)
+    tensor([0, 1, 2, 3])
+    >>> aotjax.arange(0, 1, 0.25)
+    tensor([0.  , 0.25, 0.5 , 0.75])
+    """
+    if end is None:
+        start, end = 0, start
+    start, end, step = (_python_scalar("arange", v) for v in (start, end, step))
+    args = (start, end, step)
+    if any(isinstance(v, complex) for v in args):
+        raise TypeError(f"arange: complex arguments are not supported, got {args}{where()}")
+    all_int = all(isinstance(v, int) for v in args)
+    dt = _dtype("arange", dtype, default_int_dtype() if all_int else default_float_dtype())
+    if step == 0:
+        raise ValueError(f"arange: step must be nonzero{where()}")
+    if (end - start) * step < 0:
+        raise ValueError(f"arange: the bounds start={start}, end={end} are inconsistent with the sign of "
+                         f"step={step}{where()}")
+    if all_int and not is_float(dt):
+        start, end, step = int(start), int(end), int(step)
+    else:
+        start, end, step = float(start), float(end), float(step)
+    return arange_p.bind(start=start, end=end, step=step, dtype=dt)
+
+
+# -- linspace --------------------------------------------------------------------------------------
+def _linspace_lower(*, start, end, steps, dtype):
+    acc = _accumulation_dtype()
+    i = lax.iota(acc, steps)
+    delta = (end - start) / (steps - 1) if steps > 1 else 0.0
+    # NOTE: PyTorch fills the first half from `start` and the second from `end`, so both ends are exact.
+    half = steps // 2 if steps > 1 else 1
+    vals = jnp.where(i < half, start + delta * i, end - delta * (steps - 1 - i))
+    return vals.astype(dtype)
+
+
+linspace_p = standard_primitive(
+    "linspace", lambda *, start, end, steps, dtype: (steps,), lambda *, start, end, steps, dtype: dtype,
+    _linspace_lower)
+
+
+def linspace(start, end, steps, dtype=None) -> Tensor:
+    """`steps` evenly spaced values from `start` to `end`, both included (float32 unless `dtype`).
+
+    >>> aotjax.linspace(0, 1, 5)
+    tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    """
+    start, end = (float(_python_scalar("linspace", v).real) for v in (start, end))
+    steps = _python_scalar("linspace", steps)
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+        raise ValueError(f"linspace: steps must be a non-negative int, got {steps!r}{where()}")
+    return linspace_p.bind(start=start, end=end, steps=steps, dtype=_dtype("linspace", dtype, default_float_dtype()))
+
+
+# -- eye -------------------------------------------------------------------------------------------
+eye_p = standard_primitive(
+    "eye", lambda *, n, m, dtype: (n, m), lambda *, n, m, dtype: dtype,
+    lambda *, n, m, dtype: jnp.eye(n, m, dtype=dtype))
+
+
+def eye(n, m=None, dtype=None) -> Tensor:
+    """The `n` x `m` identity matrix (`m` defaults to `n`; float32 unless `dtype` is given).
+
+    >>> aotjax.eye(2, dtype=aotjax.int32)
+    tensor([[1, 0],
+            [0, 1]], dtype=int32)
+    """
+    n, m = _size("eye", (n, n if m is None else m))
+    return eye_p.bind(n=n, m=m, dtype=_dtype("eye", dtype, default_float_dtype()))

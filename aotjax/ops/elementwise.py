@@ -1,17 +1,58 @@
 """Elementwise primitives and their op functions: unary math, binary arithmetic and comparisons,
-casts, and the in-place `_` variant of each."""
+selection (`where`, `clamp`, `lerp`), casts, and the in-place `_` variant of each.
+
+Every op is one primitive made by the `elementwise` combinator; its dtype rule checks the operand
+dtype (float-only math refuses integers, bitwise ops refuse floats). The op functions do PyTorch's
+type promotion before binding, so the primitives always see operands of one dtype:
+
+- float-only ops (`sin`, `exp`, `sqrt`, `sigmoid`, true `div`, `atan2`, ...) promote integer and
+  bool operands to the default float dtype (float32);
+- `neg abs sign square floor ceil round relu` and arithmetic keep integer dtypes;
+- comparisons, logical ops, `isnan` and `isfinite` return bool.
+
+An in-place op (`x.add_(y)`) checks that its result dtype can be written into `x`
+(`check_inplace_cast`: an int tensor cannot take `add_(1.5)`), converts the other operands to
+`x`'s dtype and binds the mutation primitive, so the as-written jaxpr shows `add_`.
+"""
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
-from aotjax.core.avals import ShapedArray
-from aotjax.ops._combinators import elementwise, inplace_variant, standard_primitive
-from aotjax.ops._frontend import as_tensor, promote, to_dtype
-from aotjax.ops.promotion import check_inplace_cast, default_float_dtype, is_float, result_type
+from aotjax.core import source_info
+from aotjax.core.errors import DTypeError
+from aotjax.ops._combinators import broadcast_shapes, elementwise, inplace_variant, same_dtype, standard_primitive
+from aotjax.ops._frontend import as_tensor, convert, is_scalar, promote, to_dtype
+from aotjax.ops.promotion import (
+    _BOOL,
+    _FLOAT,
+    _INT,
+    category,
+    check_inplace_cast,
+    default_float_dtype,
+    default_int_dtype,
+    result_type,
+)
 from aotjax.tensor import Tensor
 
-__all__ = ["convert_element_type_p", "add", "add_", "mul", "mul_", "sin", "sin_", "to"]
+__all__ = [
+    "convert_element_type_p", "to",
+    "neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid",
+    "relu", "gelu", "silu", "erf", "floor", "ceil", "round", "sign", "reciprocal", "square", "isnan",
+    "isfinite", "logical_not", "bitwise_not",
+    "neg_", "abs_", "exp_", "log_", "log1p_", "expm1_", "sqrt_", "rsqrt_", "sin_", "cos_", "tan_", "tanh_",
+    "sigmoid_", "relu_", "gelu_", "silu_", "erf_", "floor_", "ceil_", "round_", "sign_", "reciprocal_",
+    "square_", "logical_not_", "bitwise_not_",
+    "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "atan2", "eq", "ne",
+    "lt", "le", "gt", "ge", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "add_", "sub_", "mul_", "div_", "floor_divide_", "remainder_", "pow_", "atan2_", "eq_", "ne_", "lt_",
+    "le_", "gt_", "ge_", "logical_and_", "logical_or_", "bitwise_and_", "bitwise_or_", "bitwise_xor_",
+    "where", "clamp", "clip", "clamp_", "clip_", "lerp", "lerp_",
+]
+
+_BOOL_DTYPE = np.dtype(np.bool_)
 
 # -- casts -------------------------------------------------------------------------------------
 convert_element_type_p = standard_primitive(
@@ -20,70 +61,711 @@ convert_element_type_p = standard_primitive(
 
 
 def to(x, dtype=None, *args, **kwargs):
-    """`x` converted to `dtype` (a new tensor, or `x` itself if it already has that dtype)."""
-    from aotjax.ops._frontend import convert
+    """`x` converted to `dtype` (a new tensor, or `x` itself if it already has that dtype).
 
+    >>> aotjax.tensor([1.7, -1.7]).to(aotjax.int32)
+    tensor([ 1, -1], dtype=int32)
+    """
     if isinstance(dtype, Tensor):
         dtype = dtype.dtype
-    return x if dtype is None else convert(x, to_dtype(dtype))
+    return x if dtype is None else convert(x, to_dtype(dtype, "to"))
+
+
+# -- dtype classes -----------------------------------------------------------------------------
+# Each op has a dtype class: how the frontend promotes its operands (`operand`) and what its
+# primitive accepts and returns (`rule`, the `out_dtype` of the `elementwise` combinator).
+class _DtypeClass:
+    def __init__(self, operand, accepts, result, expected: str):
+        self.operand, self.accepts, self.result, self.expected = operand, accepts, result, expected
+
+    def rule(self, name: str):
+        def out_dtype(dt):
+            if not self.accepts(dt):
+                raise DTypeError(f"{name}: expected {self.expected} operands, got {np.dtype(dt).name}")
+            return self.result(dt)
+        return out_dtype
+
+
+def _float_or_default(dt):
+    return dt if category(dt) >= _FLOAT else default_float_dtype()
+
+
+def _any(dt):
+    return True
+
+
+_FLOATING = _DtypeClass(_float_or_default, lambda dt: category(dt) >= _FLOAT, lambda dt: dt, "floating-point")
+_NUMERIC = _DtypeClass(lambda dt: dt, lambda dt: category(dt) > _BOOL, lambda dt: dt, "numeric (non-bool)")
+_ANY = _DtypeClass(lambda dt: dt, _any, lambda dt: dt, "any")
+_PREDICATE = _DtypeClass(lambda dt: dt, _any, lambda dt: _BOOL_DTYPE, "any")
+_INTEGRAL = _DtypeClass(lambda dt: dt, lambda dt: category(dt) <= _INT, lambda dt: dt, "integer or bool")
+_SQUARE = _DtypeClass(lambda dt: default_int_dtype() if dt == _BOOL_DTYPE else dt, lambda dt: category(dt) > _BOOL,
+                      lambda dt: dt, "numeric (non-bool)")
+
+
+def _doc(fn, name: str, doc: str):
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+def _inplace_doc(name: str) -> str:
+    return (f"In-place `{name}`: writes the result into `x` (through any view, into its base) and returns `x`."
+            f"\n\n    >>> x = aotjax.tensor([0.5, 1.0, 2.0])\n    >>> x.{name}_() is x\n    True\n    ")
 
 
 # -- unary -------------------------------------------------------------------------------------
-def _float_operand(x):
+def _unary_operand(cls: _DtypeClass, x):
     x = as_tensor(x)
-    return x if is_float(x.dtype) else promote(x, dtype=default_float_dtype())[0]
+    dt = cls.operand(x.dtype)
+    return x if dt == x.dtype else convert(x, dt)
 
 
-sin_p = elementwise("sin", jnp.sin)
-sin__p = inplace_variant(sin_p)
+def _check_unary_inplace(prim_, cls: _DtypeClass, x) -> None:
+    check_inplace_cast(prim_.name, cls.result(cls.operand(x.dtype)), x.dtype)
 
 
-def sin(x):
-    """Elementwise sine (integer tensors are promoted to float32)."""
-    return sin_p.bind(_float_operand(x))
+def _unary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
+    """A unary elementwise primitive, its in-place variant, and their op functions."""
+    prim = elementwise(name, lower, out_dtype=cls.rule(name))
+
+    def op(x):
+        return prim.bind(_unary_operand(cls, x))
+
+    if not inplace:
+        return prim, _doc(op, name, doc)
+    prim_ = inplace_variant(prim)
+
+    def op_(x):
+        _check_unary_inplace(prim_, cls, x)
+        return prim_.bind(x)
+
+    return prim, prim_, _doc(op, name, doc), _doc(op_, name + "_", _inplace_doc(name))
 
 
-def sin_(x):
-    """In-place `sin`."""
-    return sin__p.bind(x)
+def _keep_integers(fn):
+    """`fn` for floats; the identity for integer and bool arrays (floor, ceil, round)."""
+    return lambda x: x if category(x.dtype) < _FLOAT else fn(x)
+
+
+def _neg_lower(x):
+    return jnp.negative(x)
+
+
+neg_p, neg__p, neg, neg_ = _unary("neg", _neg_lower, _NUMERIC, """`-x`; integer dtypes are kept (bool is refused).
+
+    >>> aotjax.neg(aotjax.tensor([1, -2]))
+    tensor([-1,  2])
+    """)
+abs_p, abs__p, abs, abs_ = _unary("abs", jnp.abs, _ANY, """`|x|`; integer dtypes are kept.
+
+    >>> aotjax.abs(aotjax.tensor([-1.5, 2.0]))
+    tensor([1.5, 2. ])
+    """)
+exp_p, exp__p, exp, exp_ = _unary("exp", jnp.exp, _FLOATING, """`e ** x` (integers are promoted to float32).
+
+    >>> aotjax.exp(aotjax.tensor([0.0]))
+    tensor([1.])
+    """)
+log_p, log__p, log, log_ = _unary("log", jnp.log, _FLOATING, """Natural logarithm (integers promote to float32).
+
+    >>> aotjax.log(aotjax.tensor([1.0]))
+    tensor([0.])
+    """)
+log1p_p, log1p__p, log1p, log1p_ = _unary("log1p", jnp.log1p, _FLOATING, """`log(1 + x)`, accurate near 0.
+
+    >>> aotjax.log1p(aotjax.tensor([0.0]))
+    tensor([0.])
+    """)
+expm1_p, expm1__p, expm1, expm1_ = _unary("expm1", jnp.expm1, _FLOATING, """`exp(x) - 1`, accurate near 0.
+
+    >>> aotjax.expm1(aotjax.tensor([0.0]))
+    tensor([0.])
+    """)
+sqrt_p, sqrt__p, sqrt, sqrt_ = _unary("sqrt", jnp.sqrt, _FLOATING, """Square root (integers promote to float32).
+
+    >>> aotjax.sqrt(aotjax.tensor([4, 9]))
+    tensor([2., 3.])
+    """)
+rsqrt_p, rsqrt__p, rsqrt, rsqrt_ = _unary("rsqrt", lax.rsqrt, _FLOATING, """`1 / sqrt(x)`.
+
+    >>> aotjax.rsqrt(aotjax.tensor([4.0]))
+    tensor([0.5])
+    """)
+sin_p, sin__p, sin, sin_ = _unary("sin", jnp.sin, _FLOATING, """Elementwise sine (integers promote to float32).
+
+    >>> aotjax.sin(aotjax.tensor([0.0]))
+    tensor([0.])
+    """)
+cos_p, cos__p, cos, cos_ = _unary("cos", jnp.cos, _FLOATING, """Elementwise cosine.
+
+    >>> aotjax.cos(aotjax.tensor([0.0]))
+    tensor([1.])
+    """)
+tan_p, tan__p, tan, tan_ = _unary("tan", jnp.tan, _FLOATING, """Elementwise tangent.
+
+    >>> aotjax.tan(aotjax.tensor([0.0]))
+    tensor([0.])
+    """)
+tanh_p, tanh__p, tanh, tanh_ = _unary("tanh", jnp.tanh, _FLOATING, """Hyperbolic tangent.
+
+    >>> aotjax.tanh(aotjax.tensor([0.0]))
+    tensor([0.])
+    """)
+sigmoid_p, sigmoid__p, sigmoid, sigmoid_ = _unary("sigmoid", jax.nn.sigmoid, _FLOATING, """`1 / (1 + exp(-x))`.
+
+    >>> aotjax.sigmoid(aotjax.tensor([0.0]))
+    tensor([0.5])
+    """)
+relu_p, relu__p, relu, relu_ = _unary("relu", lambda x: jnp.maximum(x, jnp.zeros((), x.dtype)), _NUMERIC,
+                                      """`max(x, 0)`; integer dtypes are kept.
+
+    >>> aotjax.relu(aotjax.tensor([-1, 2]))
+    tensor([0, 2])
+    """)
+silu_p, silu__p, silu, silu_ = _unary("silu", jax.nn.silu, _FLOATING, """`x * sigmoid(x)` (also called swish).
+
+    >>> aotjax.silu(aotjax.tensor([0.0]))
+    tensor([0.])
+    """)
+erf_p, erf__p, erf, erf_ = _unary("erf", lax.erf, _FLOATING, """The Gauss error function.
+
+    >>> aotjax.erf(aotjax.tensor([0.0]))
+    tensor([0.])
+    """)
+floor_p, floor__p, floor, floor_ = _unary("floor", _keep_integers(jnp.floor), _ANY,
+                                          """Rounds down; the identity on integer tensors.
+
+    >>> aotjax.floor(aotjax.tensor([-0.5, 1.5]))
+    tensor([-1.,  1.])
+    """)
+ceil_p, ceil__p, ceil, ceil_ = _unary("ceil", _keep_integers(jnp.ceil), _ANY,
+                                      """Rounds up; the identity on integer tensors.
+
+    >>> aotjax.ceil(aotjax.tensor([-0.5, 1.5]))
+    tensor([-0.,  2.])
+    """)
+sign_p, sign__p, sign, sign_ = _unary("sign", lambda x: x if x.dtype == np.bool_ else jnp.sign(x), _ANY,
+                                      """-1, 0 or 1 by the sign of `x`; integer dtypes are kept.
+
+    >>> aotjax.sign(aotjax.tensor([-2, 0, 3]))
+    tensor([-1,  0,  1])
+    """)
+reciprocal_p, reciprocal__p, reciprocal, reciprocal_ = _unary("reciprocal", jnp.reciprocal, _FLOATING, """`1 / x`.
+
+    >>> aotjax.reciprocal(aotjax.tensor([2, 4]))
+    tensor([0.5 , 0.25])
+    """)
+square_p, square__p, square, square_ = _unary("square", jnp.square, _SQUARE,
+                                              """`x * x`; integer dtypes are kept, bool gives int64.
+
+    >>> aotjax.square(aotjax.tensor([-3, 2]))
+    tensor([9, 4])
+    """)
+isnan_p, isnan = _unary("isnan", jnp.isnan, _PREDICATE, """Whether each element is NaN (bool).
+
+    >>> aotjax.isnan(aotjax.tensor([1.0, float('nan')]))
+    tensor([False,  True])
+    """, inplace=False)
+isfinite_p, isfinite = _unary("isfinite", jnp.isfinite, _PREDICATE, """Whether each element is finite (bool).
+
+    >>> aotjax.isfinite(aotjax.tensor([1.0, float('inf')]))
+    tensor([ True, False])
+    """, inplace=False)
+logical_not_p, logical_not__p, logical_not, logical_not_ = _unary(
+    "logical_not", jnp.logical_not, _PREDICATE, """`x == 0`, as bool (any input dtype).
+
+    >>> aotjax.logical_not(aotjax.tensor([0, 3]))
+    tensor([ True, False])
+    """)
+bitwise_not_p, bitwise_not__p, bitwise_not, bitwise_not_ = _unary(
+    "bitwise_not", jnp.invert, _INTEGRAL, """`~x`: bitwise NOT of integers, logical NOT of bools.
+
+    >>> aotjax.bitwise_not(aotjax.tensor([0, 5]))
+    tensor([-1, -6])
+    """)
+bitwise_not_.__doc__ = """In-place `bitwise_not`.
+
+    >>> x = aotjax.tensor([True, False])
+    >>> aotjax.bitwise_not_(x) is x
+    True
+    """
+
+
+def _unary_with_params(name: str, lower, cls: _DtypeClass):
+    prim = elementwise(name, lower, out_dtype=cls.rule(name))
+    return prim, inplace_variant(prim)
+
+
+gelu_p, gelu__p = _unary_with_params(
+    "gelu", lambda x, *, approximate: jax.nn.gelu(x, approximate=approximate == "tanh"), _FLOATING)
+round_p, round__p = _unary_with_params(
+    "round", lambda x, *, decimals: x if category(x.dtype) < _FLOAT else jnp.round(x, decimals), _ANY)
+
+
+def _gelu_approximate(approximate: str) -> str:
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}{source_info.where()}")
+    return approximate
+
+
+def gelu(x, approximate: str = "none"):
+    """`x * Phi(x)` (Phi the standard normal CDF), or its tanh approximation (`approximate='tanh'`).
+
+    >>> aotjax.gelu(aotjax.tensor([0.0]))
+    tensor([0.])
+    """
+    return gelu_p.bind(_unary_operand(_FLOATING, x), approximate=_gelu_approximate(approximate))
+
+
+def gelu_(x, approximate: str = "none"):
+    """In-place `gelu`.
+
+    >>> x = aotjax.tensor([0.5, 1.0, 2.0])
+    >>> x.gelu_() is x
+    True
+    """
+    _check_unary_inplace(gelu__p, _FLOATING, x)
+    return gelu__p.bind(x, approximate=_gelu_approximate(approximate))
+
+
+def _round_decimals(x, decimals) -> int:
+    if decimals < 0 and category(x.dtype) < _FLOAT:
+        raise DTypeError(f"round: decimals={decimals} needs a floating-point tensor, got {x.aval.str_short()}"
+                         f"{source_info.where()}; convert it first (`x.float()`)")
+    return int(decimals)
+
+
+def round(x, decimals: int = 0):
+    """Rounds half to even, to `decimals` decimal places; the identity on integer tensors.
+
+    >>> aotjax.round(aotjax.tensor([0.5, 1.5, 2.567]))
+    tensor([0., 2., 3.])
+    >>> aotjax.round(aotjax.tensor([1.25]), decimals=1)
+    tensor([1.2])
+    """
+    x = as_tensor(x)
+    return round_p.bind(x, decimals=_round_decimals(x, decimals))
+
+
+def round_(x, decimals: int = 0):
+    """In-place `round`.
+
+    >>> x = aotjax.tensor([0.5, 1.0, 2.0])
+    >>> x.round_() is x
+    True
+    """
+    return round__p.bind(x, decimals=_round_decimals(x, decimals))
 
 
 # -- binary ------------------------------------------------------------------------------------
-def _binary(prim, x, y):
-    if type(x) is type(y) is Tensor and x.dtype == y.dtype:
-        return prim.bind(x, y)
-    return prim.bind(*promote(x, y))
+def _binary_operands(cls: _DtypeClass, x, y):
+    if type(x) is type(y) is Tensor and x.dtype == y.dtype and cls.operand(x.dtype) == x.dtype:
+        return x, y
+    return promote(x, y, dtype=cls.operand(result_type(x, y)))
 
 
-def _binary_inplace(prim, x, y):
-    dtype = result_type(x, y)
-    check_inplace_cast(prim.name, dtype, x.dtype)
-    return prim.bind(x, promote(y, dtype=x.dtype)[0])
+def _binary(prim, cls: _DtypeClass, x, y, **params):
+    return prim.bind(*_binary_operands(cls, x, y), **params)
 
 
-add_p = elementwise("add", jnp.add)
+def _binary_inplace(prim_, cls: _DtypeClass, x, y, **params):
+    dtype = cls.operand(result_type(x, y))
+    check_inplace_cast(prim_.name, cls.result(dtype), x.dtype)
+    if dtype != x.dtype and cls is _PREDICATE:
+        # NOTE: `int_x.lt_(2.5)` must compare in float: converting 2.5 to int first would change the
+        # answer. Compute out of place and copy the result in.
+        return _copy_into(x, prim_.functional.bind(*promote(x, y, dtype=dtype), **params))
+    return prim_.bind(x, promote(y, dtype=x.dtype)[0], **params)
+
+
+def _copy_into(x, value):
+    from aotjax import ops  # NOTE: lazy: copy_ belongs to the indexing family, imported after this one
+
+    return ops.copy_(x, value)
+
+
+def _binary_family(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
+    """A binary elementwise primitive, its in-place variant, and their op functions."""
+    prim = elementwise(name, lower, out_dtype=cls.rule(name))
+
+    def op(x, y):
+        return _binary(prim, cls, x, y)
+
+    if not inplace:
+        return prim, _doc(op, name, doc)
+    prim_ = inplace_variant(prim)
+
+    def op_(x, y):
+        return _binary_inplace(prim_, cls, x, y)
+
+    inplace_doc = f"""In-place `{name}`: writes the result into `x` (cast to `x`'s dtype) and returns `x`.
+
+    >>> x = aotjax.tensor([1.0, 2.0, 3.0])
+    >>> x.{name}_(aotjax.tensor([2.0, 1.0, 1.0])) is x
+    True
+    """
+    return prim, prim_, _doc(op, name, doc), _doc(op_, name + "_", inplace_doc)
+
+
+add_p = elementwise("add", jnp.add, out_dtype=_ANY.rule("add"))
 add__p = inplace_variant(add_p)
-mul_p = elementwise("mul", jnp.multiply)
-mul__p = inplace_variant(mul_p)
+sub_p = elementwise("sub", jnp.subtract, out_dtype=_NUMERIC.rule("sub"))
+sub__p = inplace_variant(sub_p)
+
+
+def _scaled(y, alpha):
+    if alpha == 1:
+        return y
+    return y * alpha if is_scalar(y) else mul(y, alpha)
 
 
 def add(x, y, *, alpha=1):
-    """`x + alpha * y`, broadcasting, with PyTorch's type promotion."""
-    return _binary(add_p, x, y if alpha == 1 else mul(y, alpha))
+    """`x + alpha * y`, broadcasting, with PyTorch's type promotion.
+
+    >>> aotjax.add(aotjax.tensor([1, 2]), 2.5)
+    tensor([3.5, 4.5])
+    >>> aotjax.tensor([1.0, 2.0]).add(aotjax.tensor([1.0, 1.0]), alpha=10)
+    tensor([11., 12.])
+    """
+    return _binary(add_p, _ANY, x, _scaled(y, alpha))
 
 
 def add_(x, y, *, alpha=1):
-    """In-place `add`: writes into `x` and returns it."""
-    return _binary_inplace(add__p, x, y if alpha == 1 else mul(y, alpha))
+    """In-place `add`: writes into `x` and returns it.
+
+    >>> x = aotjax.tensor([1.0, 2.0])
+    >>> x += 1
+    >>> x
+    tensor([2., 3.])
+    """
+    return _binary_inplace(add__p, _ANY, x, _scaled(y, alpha))
 
 
-def mul(x, y):
-    """`x * y`, broadcasting, with PyTorch's type promotion."""
-    return _binary(mul_p, x, y)
+def sub(x, y, *, alpha=1):
+    """`x - alpha * y`, broadcasting (bool tensors are refused, as in PyTorch).
+
+    >>> aotjax.sub(aotjax.tensor([5, 6]), aotjax.tensor(1))
+    tensor([4, 5])
+    """
+    return _binary(sub_p, _NUMERIC, x, _scaled(y, alpha))
 
 
-def mul_(x, y):
-    """In-place `mul`."""
-    return _binary_inplace(mul__p, x, y)
+def sub_(x, y, *, alpha=1):
+    """In-place `sub`.
 
+    >>> x = aotjax.tensor([5, 6])
+    >>> x -= 1
+    >>> x
+    tensor([4, 5])
+    """
+    return _binary_inplace(sub__p, _NUMERIC, x, _scaled(y, alpha))
+
+
+mul_p, mul__p, mul, mul_ = _binary_family("mul", jnp.multiply, _ANY, """`x * y`, broadcasting, with PyTorch's type
+    promotion (`int_tensor * 2.5` is float32, `half_tensor * 2.5` stays float16).
+
+    >>> aotjax.mul(aotjax.tensor([1, 2]), 3)
+    tensor([3, 6])
+    """)
+remainder_p, remainder__p, remainder, remainder_ = _binary_family(
+    "remainder", jnp.remainder, _NUMERIC, """`x - floor(x / y) * y`: the remainder with the sign of `y` (Python's
+    `%`).
+
+    >>> aotjax.remainder(aotjax.tensor([-7, 7]), 3)
+    tensor([2, 1])
+    """)
+pow_p, pow__p, _pow, pow_ = _binary_family("pow", jnp.power, _ANY, "")
+maximum_p, maximum = _binary_family("maximum", jnp.maximum, _ANY, """The elementwise maximum (NaN propagates).
+
+    >>> aotjax.maximum(aotjax.tensor([1, 5]), aotjax.tensor([3, 2]))
+    tensor([3, 5])
+    """, inplace=False)
+minimum_p, minimum = _binary_family("minimum", jnp.minimum, _ANY, """The elementwise minimum (NaN propagates).
+
+    >>> aotjax.minimum(aotjax.tensor([1, 5]), aotjax.tensor([3, 2]))
+    tensor([1, 2])
+    """, inplace=False)
+atan2_p, atan2__p, atan2, atan2_ = _binary_family("atan2", jnp.arctan2, _FLOATING, """The angle of the point
+    `(x=other, y=input)`, in radians (integers promote to float32).
+
+    >>> aotjax.atan2(aotjax.tensor([1.0]), aotjax.tensor([1.0]))
+    tensor([0.7853982])
+    """)
+eq_p, eq__p, eq, eq_ = _binary_family("eq", jnp.equal, _PREDICATE, """`x == y`, as bool.
+
+    >>> aotjax.eq(aotjax.tensor([1, 2]), 2)
+    tensor([False,  True])
+    """)
+ne_p, ne__p, ne, ne_ = _binary_family("ne", jnp.not_equal, _PREDICATE, """`x != y`, as bool.
+
+    >>> aotjax.ne(aotjax.tensor([1, 2]), 2)
+    tensor([ True, False])
+    """)
+lt_p, lt__p, lt, lt_ = _binary_family("lt", jnp.less, _PREDICATE, """`x < y`, as bool (compared in the promoted
+    dtype: `int_tensor < 2.5` compares as float).
+
+    >>> aotjax.lt(aotjax.tensor([2, 3]), 2.5)
+    tensor([ True, False])
+    """)
+le_p, le__p, le, le_ = _binary_family("le", jnp.less_equal, _PREDICATE, """`x <= y`, as bool.
+
+    >>> aotjax.le(aotjax.tensor([2, 3]), 2)
+    tensor([ True, False])
+    """)
+gt_p, gt__p, gt, gt_ = _binary_family("gt", jnp.greater, _PREDICATE, """`x > y`, as bool.
+
+    >>> aotjax.gt(aotjax.tensor([2, 3]), 2)
+    tensor([False,  True])
+    """)
+ge_p, ge__p, ge, ge_ = _binary_family("ge", jnp.greater_equal, _PREDICATE, """`x >= y`, as bool.
+
+    >>> aotjax.ge(aotjax.tensor([2, 3]), 3)
+    tensor([False,  True])
+    """)
+logical_and_p, logical_and__p, logical_and, logical_and_ = _binary_family(
+    "logical_and", jnp.logical_and, _PREDICATE, """Whether both `x` and `y` are nonzero (bool).
+
+    >>> aotjax.logical_and(aotjax.tensor([0, 1, 2]), aotjax.tensor([1, 1, 0]))
+    tensor([False,  True, False])
+    """)
+logical_or_p, logical_or__p, logical_or, logical_or_ = _binary_family(
+    "logical_or", jnp.logical_or, _PREDICATE, """Whether `x` or `y` is nonzero (bool).
+
+    >>> aotjax.logical_or(aotjax.tensor([0, 1, 0]), aotjax.tensor([0, 0, 2]))
+    tensor([False,  True,  True])
+    """)
+bitwise_and_p, bitwise_and__p, bitwise_and, bitwise_and_ = _binary_family(
+    "bitwise_and", jnp.bitwise_and, _INTEGRAL, """`x & y` for integer or bool tensors.
+
+    >>> aotjax.bitwise_and(aotjax.tensor([12]), 10)
+    tensor([8])
+    """)
+bitwise_or_p, bitwise_or__p, bitwise_or, bitwise_or_ = _binary_family(
+    "bitwise_or", jnp.bitwise_or, _INTEGRAL, """`x | y` for integer or bool tensors.
+
+    >>> aotjax.bitwise_or(aotjax.tensor([12]), 10)
+    tensor([14])
+    """)
+bitwise_xor_p, bitwise_xor__p, bitwise_xor, bitwise_xor_ = _binary_family(
+    "bitwise_xor", jnp.bitwise_xor, _INTEGRAL, """`x ^ y` for integer or bool tensors.
+
+    >>> aotjax.bitwise_xor(aotjax.tensor([12]), 10)
+    tensor([6])
+    """)
+for _f in (bitwise_and_, bitwise_or_, bitwise_xor_):
+    _f.__doc__ = _f.__doc__.replace("[1.0, 2.0, 3.0]", "[1, 2, 3]").replace("[2.0, 1.0, 1.0]", "[2, 1, 1]")
+
+
+def _check_int_pow(x, y) -> None:
+    if (isinstance(y, int) and not isinstance(y, bool) and y < 0 and isinstance(x, Tensor)
+            and category(x.dtype) <= _INT):
+        raise ValueError(f"pow: integers to negative integer powers are not allowed (got {x.aval.str_short()} "
+                         f"** {y}){source_info.where()}; convert to float first (`x.float() ** {y}`)")
+
+
+def pow(x, y):
+    """`x ** y`, broadcasting; `int_tensor ** 2` stays integer, `int_tensor ** 0.5` is float32.
+
+    >>> aotjax.pow(aotjax.tensor([2, 3]), 2)
+    tensor([4, 9])
+    >>> aotjax.pow(2.0, aotjax.tensor([3.0]))
+    tensor([8.])
+    """
+    _check_int_pow(x, y)
+    return _pow(x, y)
+
+
+def _pow_(x, y):
+    _check_int_pow(x, y)
+    return _binary_inplace(pow__p, _ANY, x, y)
+
+
+pow_ = _doc(_pow_, "pow_", pow_.__doc__)
+
+
+# -- division ----------------------------------------------------------------------------------
+def _div_lower(x, y, *, rounding_mode):
+    if rounding_mode is None:
+        return jnp.true_divide(x, y)
+    if rounding_mode == "floor":
+        return jnp.floor_divide(x, y)
+    if category(x.dtype) < _FLOAT:
+        return lax.div(*jnp.broadcast_arrays(x, y))  # integer division rounds toward zero
+    return jnp.trunc(x / y)
+
+
+def _div_dtype(x, y, *, rounding_mode):
+    dt = same_dtype("div", x, y)
+    expected = _FLOATING if rounding_mode is None else _NUMERIC
+    return expected.rule("div" if rounding_mode is None else f"div (rounding_mode={rounding_mode!r})")(dt)
+
+
+div_p = standard_primitive("div", lambda x, y, **_: broadcast_shapes("div", x.shape, y.shape), _div_dtype,
+                           _div_lower)
+div__p = inplace_variant(div_p)
+div_p.print_rule = div__p.print_rule = lambda params: {k: v for k, v in params.items() if v is not None}
+
+
+def _rounding(rounding_mode) -> _DtypeClass:
+    if rounding_mode not in (None, "trunc", "floor"):
+        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
+                         f"{source_info.where()}")
+    return _FLOATING if rounding_mode is None else _NUMERIC
+
+
+def div(x, y, *, rounding_mode=None):
+    """`x / y`: true division (integers give float32), or rounded toward zero (`rounding_mode='trunc'`) or
+    down (`'floor'`), which keep integer dtypes.
+
+    >>> aotjax.div(aotjax.tensor([7, -7]), 2)
+    tensor([ 3.5, -3.5])
+    >>> aotjax.div(aotjax.tensor([7, -7]), 2, rounding_mode='trunc')
+    tensor([ 3, -3])
+    """
+    return _binary(div_p, _rounding(rounding_mode), x, y, rounding_mode=rounding_mode)
+
+
+def div_(x, y, *, rounding_mode=None):
+    """In-place `div` (an integer tensor needs a `rounding_mode`).
+
+    >>> x = aotjax.tensor([3.0, 4.0])
+    >>> x /= 2
+    >>> x
+    tensor([1.5, 2. ])
+    """
+    return _binary_inplace(div__p, _rounding(rounding_mode), x, y, rounding_mode=rounding_mode)
+
+
+def floor_divide(x, y):
+    """`floor(x / y)`, Python's `//` (`div(x, y, rounding_mode='floor')`).
+
+    >>> aotjax.floor_divide(aotjax.tensor([7, -7]), 2)
+    tensor([ 3, -4])
+    """
+    return div(x, y, rounding_mode="floor")
+
+
+def floor_divide_(x, y):
+    """In-place `floor_divide`.
+
+    >>> x = aotjax.tensor([7, -7])
+    >>> x //= 2
+    >>> x
+    tensor([ 3, -4])
+    """
+    return div_(x, y, rounding_mode="floor")
+
+
+# -- selection ---------------------------------------------------------------------------------
+def _where_dtype(cond, x, y):
+    if cond.dtype != _BOOL_DTYPE:
+        raise DTypeError(f"where: the condition must be bool, got {cond.str_short()}")
+    return same_dtype("where", x, y)
+
+
+where_p = standard_primitive("where", lambda c, x, y: broadcast_shapes("where", c.shape, x.shape, y.shape),
+                             _where_dtype, jnp.where)
+
+
+def where(condition, x, y):
+    """`x` where `condition` is True, else `y`, broadcasting; `x` and `y` are promoted together.
+
+    >>> aotjax.where(aotjax.tensor([True, False]), aotjax.tensor([1, 2]), 0.5)
+    tensor([1. , 0.5])
+    """
+    condition = as_tensor(condition)
+    if condition.dtype != _BOOL_DTYPE:
+        raise DTypeError(f"where: the condition must be a bool tensor, got {condition.aval.str_short()}"
+                         f"{source_info.where()}; compare it first (`cond != 0`)")
+    return where_p.bind(condition, *promote(x, y))
+
+
+def _clamp_lower(x, lo, hi):
+    return jnp.minimum(jnp.maximum(x, lo), hi)
+
+
+clamp_p = elementwise("clamp", _clamp_lower, out_dtype=_ANY.rule("clamp"))
+clamp__p = inplace_variant(clamp_p)
+
+
+def _bound(bound, dtype, lowest: bool):
+    """A missing clamp bound: the lowest (or highest) value of `dtype`, as a Python scalar (traced as a
+    literal), so that it clamps nothing."""
+    if bound is not None:
+        return bound
+    if category(dtype) >= _FLOAT:
+        return -float("inf") if lowest else float("inf")
+    if category(dtype) == _BOOL:
+        return not lowest
+    info = np.iinfo(dtype)
+    return int(info.min if lowest else info.max)
+
+
+def _clamp_args(op: str, x, min, max):
+    if min is None and max is None:
+        raise ValueError(f"{op}: at least one of min and max must be given{source_info.where()}")
+    x = as_tensor(x)
+    dtype = result_type(x, *(b for b in (min, max) if b is not None))
+    return dtype, _bound(min, dtype, True), _bound(max, dtype, False)
+
+
+def clamp(x, min=None, max=None):
+    """`x` limited to `[min, max]` (scalars or tensors, broadcasting; either may be None). Where
+    `min > max` the result is `max`, as in PyTorch. `clip` is the same function.
+
+    >>> aotjax.clamp(aotjax.tensor([-2, 0, 5]), min=-1, max=3)
+    tensor([-1,  0,  3])
+    >>> aotjax.clamp(aotjax.tensor([-2.0, 5.0]), max=1.0)
+    tensor([-2.,  1.])
+    """
+    dtype, lo, hi = _clamp_args("clamp", x, min, max)
+    return clamp_p.bind(*promote(x, lo, hi, dtype=dtype))
+
+
+def clamp_(x, min=None, max=None):
+    """In-place `clamp` (`clip_` is the same function).
+
+    >>> x = aotjax.tensor([-2.0, 5.0])
+    >>> x.clamp_(0.0, 1.0) is x
+    True
+    """
+    dtype, lo, hi = _clamp_args("clamp_", x, min, max)
+    check_inplace_cast("clamp_", dtype, x.dtype)
+    return clamp__p.bind(x, *promote(lo, hi, dtype=x.dtype))
+
+
+clip, clip_ = clamp, clamp_
+
+
+def _lerp_lower(start, end, weight):
+    # NOTE: PyTorch's formula: exact at both ends (weight 0 gives start, weight 1 gives end).
+    diff = end - start
+    return jnp.where(jnp.abs(weight) < 0.5, start + weight * diff, end - diff * (1 - weight))
+
+
+lerp_p = elementwise("lerp", _lerp_lower, out_dtype=_FLOATING.rule("lerp"))
+lerp__p = inplace_variant(lerp_p)
+
+
+def lerp(start, end, weight):
+    """`start + weight * (end - start)` (`weight` a scalar or a tensor; integers promote to float32).
+
+    >>> aotjax.lerp(aotjax.tensor([0.0, 10.0]), aotjax.tensor([10.0, 20.0]), 0.5)
+    tensor([ 5., 15.])
+    """
+    dtype = _float_or_default(result_type(start, end, weight))
+    return lerp_p.bind(*promote(start, end, weight, dtype=dtype))
+
+
+def lerp_(start, end, weight):
+    """In-place `lerp`: writes into `start`.
+
+    >>> x = aotjax.tensor([0.0, 10.0])
+    >>> x.lerp_(aotjax.tensor([10.0, 20.0]), 0.25)
+    tensor([ 2.5, 12.5])
+    """
+    dtype = _float_or_default(result_type(start, end, weight))
+    check_inplace_cast("lerp_", dtype, start.dtype)
+    return lerp__p.bind(start, *promote(end, weight, dtype=start.dtype))
 

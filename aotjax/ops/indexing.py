@@ -1,2 +1,566 @@
-"""indexing ops (being written)."""
-__all__: list[str] = []
+"""Indexing: `x[index]` and `x[index] = value` with PyTorch's rules, and the gather/scatter family.
+
+Basic indices (ints, slices with a positive step, None, Ellipsis) make views: ints become `select`s
+first, as in PyTorch, then slices and None. Advanced indices (integer tensors, lists, NumPy arrays)
+then gather a copy (`index`), placing the indexed dims by NumPy's rules; writes through them are
+`index_put_` on the basic view. Boolean masks work eagerly (their shape depends on the data); a
+masked *write* of a broadcastable value also works under tracing (`masked_fill_`).
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from aotjax.core.errors import ShapeError, UnsupportedError
+from aotjax.core.interpreter import Tracer
+from aotjax.core.source_info import where
+from aotjax.ops._combinators import broadcast_shapes, inplace_variant, standard_primitive
+from aotjax.ops._frontend import as_tensor, canonical_dim, is_scalar
+from aotjax.ops.creation import tensor
+from aotjax.ops.promotion import default_int_dtype
+from aotjax.ops.views import _slice, alias, select, unsqueeze
+from aotjax.tensor import Tensor
+
+__all__ = ["getitem", "setitem", "index_select", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_",
+           "masked_fill", "masked_fill_", "index_put", "index_put_", "index_add", "index_add_", "copy_", "fill_",
+           "zero_", "nonzero"]
+
+
+def _keep_dtype(x, *args, **params):
+    return x.dtype
+
+
+def _same_shape(x, *args, **params):
+    return x.shape
+
+
+def _full_index(ndim: int, dims, indices) -> tuple:
+    """A jnp index tuple: `indices` at `dims`, full slices elsewhere."""
+    out = [slice(None)] * ndim
+    for d, i in zip(dims, indices, strict=True):
+        out[d] = i
+    return tuple(out)
+
+
+# -- primitives --------------------------------------------------------------------------------
+# index: advanced indexing (a gather), NumPy placement of the indexed dims.
+index_p = standard_primitive("index", None, None, lambda x, *indices, dims: x[_full_index(x.ndim, dims, indices)])
+
+
+def _index_put_lower(x, values, *indices, dims, accumulate):
+    ref = x.at[_full_index(x.ndim, dims, indices)]
+    values = values.astype(x.dtype)
+    return ref.add(values) if accumulate else ref.set(values)
+
+
+index_put_p = standard_primitive("index_put", _same_shape, _keep_dtype, _index_put_lower)
+index_put__p = inplace_variant(index_put_p)
+
+
+def _gather_lower(x, index, *, dim):
+    # NOTE: PyTorch lets the index be smaller than the input outside `dim`: crop the input to it.
+    crop = tuple(slice(None) if d == dim else slice(0, index.shape[d]) for d in range(x.ndim))
+    return jnp.take_along_axis(x[crop], index, axis=dim)
+
+
+gather_p = standard_primitive("gather", lambda x, index, *, dim: index.shape, _keep_dtype, _gather_lower)
+
+
+def _scatter_lower(reduce_add):
+    def lower(x, index, src, *, dim):
+        where_ = tuple(index if d == dim else lax.broadcasted_iota(index.dtype, index.shape, d)
+                       for d in range(x.ndim))
+        src = jnp.broadcast_to(src, index.shape) if src.ndim == 0 else src[tuple(slice(0, s) for s in index.shape)]
+        ref = x.at[where_]
+        return ref.add(src.astype(x.dtype)) if reduce_add else ref.set(src.astype(x.dtype))
+    return lower
+
+
+scatter_p = standard_primitive("scatter", _same_shape, _keep_dtype, _scatter_lower(False))
+scatter__p = inplace_variant(scatter_p)
+scatter_add_p = standard_primitive("scatter_add", _same_shape, _keep_dtype, _scatter_lower(True))
+scatter_add__p = inplace_variant(scatter_add_p)
+
+masked_fill_p = standard_primitive(
+    "masked_fill", lambda x, mask, value: broadcast_shapes("masked_fill", x.shape, mask.shape, value.shape),
+    _keep_dtype, lambda x, mask, value: jnp.where(mask, value.astype(x.dtype), x))
+masked_fill__p = inplace_variant(masked_fill_p)
+
+
+def _index_add_lower(x, index, source, *, dim, alpha):
+    source = source * alpha if alpha != 1 else source
+    return x.at[_full_index(x.ndim, (dim,), (index,))].add(source.astype(x.dtype))
+
+
+index_add_p = standard_primitive("index_add", _same_shape, _keep_dtype, _index_add_lower)
+index_add__p = inplace_variant(index_add_p)
+
+
+def _copy_shape(dst, src):
+    out = broadcast_shapes("copy_", dst.shape, src.shape)
+    if out != dst.shape:
+        raise ShapeError(f"copy_: the source of shape {list(src.shape)} cannot be broadcast to the destination "
+                         f"of shape {list(dst.shape)}")
+    return dst.shape
+
+
+copy_p = standard_primitive("copy", _copy_shape, _keep_dtype,
+                            lambda dst, src: jnp.broadcast_to(src.astype(dst.dtype), dst.shape))
+copy__p = inplace_variant(copy_p)
+fill_p = standard_primitive("fill", _same_shape, _keep_dtype,
+                            lambda x, value: jnp.broadcast_to(value.astype(x.dtype), x.shape))
+fill__p = inplace_variant(fill_p)
+
+
+# -- operand helpers ---------------------------------------------------------------------------
+def _is_int(dtype) -> bool:
+    return np.issubdtype(dtype, np.integer)
+
+
+def _index_tensor(op: str, index) -> Tensor:
+    """An integer (or bool) tensor from a Tensor, list or array index."""
+    if isinstance(index, list) and not index:
+        index = np.zeros(0, default_int_dtype())
+    t = as_tensor(index)
+    if not (_is_int(t.dtype) or t.dtype == np.bool_):
+        raise IndexError(f"{op}: tensors used as indices must be integer or bool tensors, got "
+                         f"{t.aval.str_short()}{where()}")
+    return t
+
+
+def _check_bounds(op: str, index: Tensor, size: int, dim: int) -> None:
+    """Eagerly, PyTorch's bounds check (traced indices are not checked; XLA clamps them)."""
+    if isinstance(index, Tracer) or index.numel() == 0:
+        return
+    vals = index.numpy()
+    lo, hi = int(vals.min()), int(vals.max())
+    if lo < -size or hi >= size:
+        bad = lo if lo < -size else hi
+        raise IndexError(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}{where()}")
+
+
+def _scalar_operand(x, value):
+    """`value` as an operand written into `x`: a Python number becomes a NumPy scalar of `x`'s dtype (a
+    literal in jaxprs), anything else a tensor."""
+    return x.dtype.type(value) if is_scalar(value) else as_tensor(value)
+
+
+def nonzero(x, *, as_tuple: bool = False):
+    """The indices of the nonzero elements of `x` (eager only: the result's shape depends on the data).
+
+    >>> aotjax.nonzero(aotjax.tensor([0, 3, 0, 5]), as_tuple=True)
+    (tensor([1, 3]),)
+    """
+    x = as_tensor(x)
+    if isinstance(x, Tracer):
+        raise UnsupportedError(
+            f"nonzero: the number of nonzero elements depends on the data, so it cannot be traced (the tensor is "
+            f"{x.aval.str_short()}){where()}. Use aotjax.where(mask, a, b) or masked_fill to stay static-shaped.")
+    idx = tuple(tensor(np.asarray(i, default_int_dtype())) for i in np.nonzero(x.numpy()))
+    if as_tuple:
+        return idx
+    return tensor(np.stack([i.numpy() for i in idx], axis=-1).reshape(-1, x.ndim))
+
+
+# -- parsing an index --------------------------------------------------------------------------
+def _consumed(item) -> int:
+    if item is None or item is Ellipsis or isinstance(item, bool):
+        return 0
+    if isinstance(item, Tensor) and item.dtype == np.bool_:
+        return item.ndim
+    return 1
+
+
+def _sequence_as_tuple(index) -> bool:
+    """PyTorch (like old NumPy) reads a short list holding sequences, slices, None or ... as a tuple."""
+    return isinstance(index, list) and len(index) < 32 and any(
+        isinstance(i, (list, tuple, slice, Tensor, np.ndarray)) or i is None or i is Ellipsis for i in index)
+
+
+def _normalize_items(index) -> list:
+    items = list(index) if isinstance(index, tuple) or _sequence_as_tuple(index) else [index]
+    out = []
+    for it in items:
+        if isinstance(it, (list, np.ndarray, jax.Array)):
+            it = _index_tensor("index", it)
+        elif isinstance(it, np.bool_):
+            it = bool(it)
+        elif isinstance(it, Tensor) and it.ndim == 0 and it.dtype == np.bool_ and not isinstance(it, Tracer):
+            it = bool(it.item())
+        out.append(it)
+    return out
+
+
+def _basic(x, index, op: str):
+    """`x` after the basic indices (as views), and the advanced ones as `(dim, tensor)` in its dims."""
+    items = _normalize_items(index)
+    if sum(it is Ellipsis for it in items) > 1:
+        raise IndexError(f"{op}: an index can only have a single ellipsis ('...'){where()}")
+    n = sum(_consumed(it) for it in items)
+    if n > x.ndim:
+        raise IndexError(f"{op}: too many indices for a tensor of dimension {x.ndim} (got {n}){where()}")
+    v, dim, adv = x, 0, []
+    for it in items:
+        if it is Ellipsis:
+            dim += x.ndim - n
+        elif it is None or isinstance(it, bool):
+            v = unsqueeze(v, dim)
+            v = v if it is not False else _slice(v, dim, 0, 0)
+            dim += 1
+        elif isinstance(it, slice):
+            v = _apply_slice(v, dim, it, op)
+            dim += 1
+        elif isinstance(it, Tensor):
+            if it.dtype == np.bool_:
+                _check_mask(op, v, dim, it)
+                adv.append((dim, it))
+                dim += it.ndim
+            elif it.ndim == 0 and not isinstance(it, Tracer):
+                v = select(v, dim, int(it.item()))  # NOTE: PyTorch selects with an eager 0-d integer tensor
+            else:
+                _index_tensor(op, it)
+                _check_bounds(op, it, v.shape[dim], dim)
+                adv.append((dim, it))
+                dim += 1
+        elif hasattr(it, "__index__"):
+            v = select(v, dim, it.__index__())
+        else:
+            raise IndexError(f"{op}: only integers, slices, None, ..., and integer or bool tensors are valid "
+                             f"indices, got {type(it).__name__}{where()}")
+    return v, adv
+
+
+def _apply_slice(v, dim: int, s: slice, op: str):
+    size = v.shape[dim]
+    idx = [i if i is None else i.__index__() for i in (s.start, s.stop, s.step)]
+    if idx[2] is not None and idx[2] <= 0:
+        raise ValueError(f"{op}: slice step must be positive, got {idx[2]}{where()}; use .flip(dim) to reverse")
+    start, stop, step = slice(*idx).indices(size)
+    if (start, stop, step) == (0, size, 1):
+        return v  # NOTE: PyTorch skips full slices (x[:, 0] is just a select)
+    return _slice(v, dim, start, max(start, stop), step)
+
+
+def _check_mask(op: str, v, dim: int, mask) -> None:
+    want = tuple(v.shape[dim:dim + mask.ndim])
+    if tuple(mask.shape) != want:
+        raise IndexError(f"{op}: the shape of the mask {list(mask.shape)} does not match the shape of the indexed "
+                         f"tensor {list(want)} starting at dimension {dim}{where()}")
+
+
+def _masks_to_indices(op: str, adv):
+    """Boolean masks replaced by the integer indices of their True elements (eager only)."""
+    out = []
+    for dim, t in adv:
+        if t.dtype != np.bool_:
+            out.append((dim, t))
+            continue
+        if isinstance(t, Tracer):
+            raise UnsupportedError(
+                f"{op}: boolean mask indexing gives a result whose shape depends on the mask's values, which "
+                f"cannot be traced (mask {t.aval.str_short()}){where()}. Use aotjax.where(mask, x, 0) or "
+                f"x.masked_fill(~mask, 0) to keep the shape static; x[mask] = value works under tracing.")
+        out.extend((dim + k, i) for k, i in enumerate(nonzero(t, as_tuple=True)))
+    return out
+
+
+def getitem(x, index):
+    """`x[index]`, as PyTorch: basic indices give a view, advanced ones a copy (NumPy placement).
+
+    >>> x = aotjax.tensor([[1, 2, 3], [4, 5, 6]])
+    >>> x[1, ::2], x[:, [2, 0]].tolist(), x[aotjax.tensor([False, True])].tolist()
+    (tensor([4, 6]), [[3, 1], [6, 4]], [[4, 5, 6]])
+    """
+    v, adv = _basic(x, index, "getitem")
+    if not adv:
+        return alias(v) if v is x else v
+    adv = _masks_to_indices("getitem", adv)
+    return index_p.bind(v, *(i for _, i in adv), dims=tuple(d for d, _ in adv))
+
+
+def setitem(x, index, value) -> None:
+    """`x[index] = value`: a write through the basic view (`copy_`/`fill_`), an `index_put_` for advanced
+    indices, or a masked write for a boolean mask (which also works under tracing).
+
+    >>> x = aotjax.zeros(2, 3)
+    >>> x[0, 1:] = 1.0
+    >>> x[:, [0]] = aotjax.tensor([[5.0], [6.0]])
+    >>> x[aotjax.tensor([[False, False, False], [True, False, False]])] = -1.0
+    >>> x
+    tensor([[ 5.,  1.,  1.],
+            [-1.,  0.,  0.]])
+    """
+    v, adv = _basic(x, index, "setitem")
+    if not adv:
+        _assign(v, value)
+    elif len(adv) == 1 and adv[0][1].dtype == np.bool_ and _masked_write(v, *adv[0], value):
+        pass
+    else:
+        adv = _masks_to_indices("setitem", adv)
+        _index_put(index_put__p, v, adv, value, False)
+
+
+def _assign(v, value) -> None:
+    if is_scalar(value):
+        fill_(v, value)
+    else:
+        copy_(v, value)
+
+
+def _masked_write(v, dim: int, mask, value) -> bool:
+    """`v[mask] = value` as `masked_fill_` when `value` broadcasts without knowing the number of True
+    elements; False (nothing written) otherwise."""
+    rest = v.shape[dim + mask.ndim:]
+    selected = v.shape[:dim] + (1,) + rest  # x[mask]'s shape, with the data-dependent dim as 1
+    value = _scalar_operand(v, value)
+    vshape = tuple(np.shape(value))
+    if len(vshape) > len(selected) or broadcast_shapes("setitem", vshape, selected) != selected:
+        return False
+    padded = (1,) * (len(selected) - len(vshape)) + vshape
+    if isinstance(value, Tensor):
+        value = value.reshape(padded[:dim] + (1,) * mask.ndim + padded[dim + 1:])
+    if rest:
+        mask = mask.reshape(tuple(mask.shape) + (1,) * len(rest))
+    masked_fill__p.bind(v, mask, value)
+    return True
+
+
+def _index_put(prim, x, adv, values, accumulate):
+    values = _scalar_operand(x, values)
+    return prim.bind(x, values, *(i for _, i in adv), dims=tuple(d for d, _ in adv), accumulate=accumulate)
+
+
+# -- index_put / index_select / index_add ------------------------------------------------------
+def _index_put_args(op: str, x, indices):
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{op}: indices must be a tuple of tensors, got {type(indices).__name__}{where()}")
+    adv, dim = [], 0
+    for i in indices:
+        if i is None:
+            dim += 1
+            continue
+        t = _index_tensor(op, i)
+        if t.dtype == np.bool_:
+            _check_mask(op, x, dim, t)
+        elif dim >= x.ndim:
+            raise IndexError(f"{op}: too many indices ({len(indices)}) for a tensor of dimension {x.ndim}{where()}")
+        else:
+            _check_bounds(op, t, x.shape[dim], dim)
+        adv.append((dim, t))
+        dim += t.ndim if t.dtype == np.bool_ else 1
+    return _masks_to_indices(op, adv)
+
+
+def index_put(x, indices, values, accumulate: bool = False):
+    """A copy of `x` with `x[indices] = values` (added instead when `accumulate`); `indices` is a tuple
+    of index tensors for the leading dims.
+
+    >>> aotjax.zeros(4).index_put((aotjax.tensor([0, 0, 2]),), aotjax.tensor(1.0), accumulate=True)
+    tensor([2., 0., 1., 0.])
+    """
+    return _index_put(index_put_p, x, _index_put_args("index_put", x, indices), values, bool(accumulate))
+
+
+def index_put_(x, indices, values, accumulate: bool = False):
+    """In-place `index_put`.
+
+    >>> x = aotjax.zeros(3)
+    >>> x.index_put_((aotjax.tensor([1]),), aotjax.tensor([5.0]))
+    tensor([0., 5., 0.])
+    """
+    return _index_put(index_put__p, x, _index_put_args("index_put_", x, indices), values, bool(accumulate))
+
+
+def _index_1d(op: str, x, dim: int, index):
+    dim = canonical_dim(dim, x.ndim, op)
+    index = _index_tensor(op, index)
+    if index.ndim > 1 or index.dtype == np.bool_:
+        raise IndexError(f"{op}: index must be a 1-d integer tensor, got {index.aval.str_short()}{where()}")
+    _check_bounds(op, index, x.shape[dim] if x.ndim else 1, dim)
+    return dim, index.reshape(-1)
+
+
+def index_select(x, dim: int, index):
+    """The entries of `x` at `index` (1-d) along `dim` (a copy).
+
+    >>> aotjax.tensor([[1, 2], [3, 4]]).index_select(1, aotjax.tensor([1, 1]))
+    tensor([[2, 2],
+            [4, 4]])
+    """
+    dim, index = _index_1d("index_select", x, dim, index)
+    return index_p.bind(x, index, dims=(dim,))
+
+
+def _index_add(prim, op, x, dim, index, source, alpha):
+    dim, index = _index_1d(op, x, dim, index)
+    source = as_tensor(source)
+    want = x.shape[:dim] + (index.shape[0],) + x.shape[dim + 1:]
+    if tuple(source.shape) != want:
+        raise ShapeError(f"{op}: source must have shape {list(want)} (x's shape with dim {dim} of the index's "
+                         f"length), got {list(source.shape)}{where()}")
+    return prim.bind(x, index, source, dim=dim, alpha=alpha)
+
+
+def index_add(x, dim: int, index, source, *, alpha=1):
+    """A copy of `x` with `alpha * source` added at `index` along `dim` (repeated indices accumulate).
+
+    >>> aotjax.zeros(3).index_add(0, aotjax.tensor([0, 0]), aotjax.tensor([1.0, 2.0]))
+    tensor([3., 0., 0.])
+    """
+    return _index_add(index_add_p, "index_add", x, dim, index, source, alpha)
+
+
+def index_add_(x, dim: int, index, source, *, alpha=1):
+    """In-place `index_add`.
+
+    >>> x = aotjax.ones(2)
+    >>> x.index_add_(0, aotjax.tensor([1]), aotjax.tensor([2.0]), alpha=2)
+    tensor([1., 5.])
+    """
+    return _index_add(index_add__p, "index_add_", x, dim, index, source, alpha)
+
+
+# -- gather / scatter --------------------------------------------------------------------------
+def _gather_args(op: str, x, dim, index, src=None):
+    dim = canonical_dim(dim, x.ndim, op)
+    index = _index_tensor(op, index)
+    if index.dtype == np.bool_ or index.ndim != x.ndim:
+        raise ShapeError(f"{op}: index must be an integer tensor with as many dims as the input ({x.ndim}), got "
+                         f"{index.aval.str_short()}{where()}")
+    too_big = [d for d in range(x.ndim) if d != dim and index.shape[d] > x.shape[d]]
+    if src is not None and not is_scalar(src):
+        too_big += [d for d in range(x.ndim) if as_tensor(src).ndim == x.ndim and index.shape[d] > src.shape[d]]
+    if too_big or (src is not None and not is_scalar(src) and as_tensor(src).ndim not in (0, x.ndim)):
+        raise ShapeError(f"{op}: index of shape {list(index.shape)} must be no larger than the input "
+                         f"{list(x.shape)} outside dim {dim}" + ("" if src is None else f" and than the source "
+                         f"{list(np.shape(src))}") + f"{where()}")
+    _check_bounds(op, index, x.shape[dim], dim)
+    return dim, index
+
+
+def gather(x, dim: int, index):
+    """`out[i][j] = x[index[i][j]][j]` for `dim=0` (and likewise for other dims); `index` has the input's
+    number of dims and may be smaller than it outside `dim`.
+
+    >>> aotjax.tensor([[1, 2], [3, 4]]).gather(1, aotjax.tensor([[1], [0]]))
+    tensor([[2],
+            [3]])
+    """
+    dim, index = _gather_args("gather", x, dim, index)
+    return gather_p.bind(x, index, dim=dim)
+
+
+def _scatter(prim, op, x, dim, index, src, reduce):
+    if reduce is not None:
+        raise UnsupportedError(f"{op}: reduce={reduce!r} is not supported{where()}; use scatter_add for sums")
+    dim, index = _gather_args(op, x, dim, index, src)
+    return prim.bind(x, index, _scalar_operand(x, src), dim=dim)
+
+
+def scatter(x, dim: int, index, src, *, reduce=None):
+    """A copy of `x` with `out[index[i][j]][j] = src[i][j]` for `dim=0` (`src` may be a number).
+
+    >>> aotjax.zeros(3).scatter(0, aotjax.tensor([2, 0]), aotjax.tensor([1.0, 2.0]))
+    tensor([2., 0., 1.])
+    """
+    return _scatter(scatter_p, "scatter", x, dim, index, src, reduce)
+
+
+def scatter_(x, dim: int, index, src, *, reduce=None):
+    """In-place `scatter`.
+
+    >>> x = aotjax.zeros(2, 2)
+    >>> x.scatter_(1, aotjax.tensor([[1], [0]]), 7.0)
+    tensor([[0., 7.],
+            [7., 0.]])
+    """
+    return _scatter(scatter__p, "scatter_", x, dim, index, src, reduce)
+
+
+def scatter_add(x, dim: int, index, src):
+    """A copy of `x` with `src` added at `index` along `dim` (repeated indices accumulate).
+
+    >>> aotjax.zeros(2).scatter_add(0, aotjax.tensor([1, 1, 0]), aotjax.tensor([1.0, 2.0, 3.0]))
+    tensor([3., 3.])
+    """
+    return _scatter(scatter_add_p, "scatter_add", x, dim, index, src, None)
+
+
+def scatter_add_(x, dim: int, index, src):
+    """In-place `scatter_add`.
+
+    >>> x = aotjax.ones(2)
+    >>> x.scatter_add_(0, aotjax.tensor([0]), aotjax.tensor([4.0]))
+    tensor([5., 1.])
+    """
+    return _scatter(scatter_add__p, "scatter_add_", x, dim, index, src, None)
+
+
+# -- masked_fill / copy_ / fill_ ---------------------------------------------------------------
+def _fill_value(op: str, x, value):
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise ShapeError(f"{op}: the fill value must be a number or a 0-d tensor, got {value.aval.str_short()}"
+                         f"{where()}")
+    return _scalar_operand(x, value)
+
+
+def _mask(op: str, mask):
+    mask = as_tensor(mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"{op}: the mask must be a bool tensor, got {mask.aval.str_short()}{where()}")
+    return mask
+
+
+def masked_fill(x, mask, value):
+    """A copy of `x` with `value` where `mask` (broadcast to `x`) is True.
+
+    >>> x = aotjax.tensor([1.0, 2.0, 3.0])
+    >>> x.masked_fill(x > 1.5, 0.0)
+    tensor([1., 0., 0.])
+    """
+    return masked_fill_p.bind(x, _mask("masked_fill", mask), _fill_value("masked_fill", x, value))
+
+
+def masked_fill_(x, mask, value):
+    """In-place `masked_fill`.
+
+    >>> x = aotjax.tensor([1, 2, 3])
+    >>> x.masked_fill_(aotjax.tensor([True, False, True]), 0)
+    tensor([0, 2, 0])
+    """
+    return masked_fill__p.bind(x, _mask("masked_fill_", mask), _fill_value("masked_fill_", x, value))
+
+
+def copy_(x, src):
+    """Write `src` (broadcast to `x`'s shape, cast to `x`'s dtype) into `x`; returns `x`.
+
+    >>> x = aotjax.zeros(2, 2)
+    >>> x[0].copy_(aotjax.tensor([1, 2]))
+    tensor([1., 2.])
+    >>> x
+    tensor([[1., 2.],
+            [0., 0.]])
+    """
+    if is_scalar(src):
+        return fill_(x, src)
+    return copy__p.bind(x, as_tensor(src))
+
+
+def fill_(x, value):
+    """Write `value` (a number or a 0-d tensor) into every element of `x`; returns `x`.
+
+    >>> aotjax.zeros(2).fill_(3)
+    tensor([3., 3.])
+    """
+    return fill__p.bind(x, _fill_value("fill_", x, value))
+
+
+def zero_(x):
+    """Write zeros into `x`; returns `x`.
+
+    >>> aotjax.ones(2).zero_()
+    tensor([0., 0.])
+    """
+    return fill__p.bind(x, x.dtype.type(0))

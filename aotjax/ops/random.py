@@ -1,2 +1,205 @@
-"""random ops (being written)."""
-__all__: list[str] = []
+"""Random numbers with explicit keys, as `jax.random` (exposed as `aotjax.random`).
+
+A key is a `uint32[2]` Tensor, the raw threefry key `jax.random.PRNGKey` makes. Every sampler is a
+primitive taking the key as an operand, so it traces and lowers like any op, and the same key gives
+the same values eagerly, traced, compiled and through `jax.random` itself.
+
+>>> k1, k2 = aotjax.random.split(aotjax.random.key(0))
+>>> aotjax.random.normal(k1, (2, 3)).shape
+(2, 3)
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from aotjax.core.avals import ShapedArray
+from aotjax.core.errors import DTypeError, ShapeError
+from aotjax.core.primitive import Primitive
+from aotjax.ops._combinators import standard_primitive
+from aotjax.ops._frontend import as_tensor, convert, to_dtype
+from aotjax.ops.promotion import category, default_float_dtype, default_int_dtype, is_float
+from aotjax.tensor import Tensor
+
+__all__ = ["key", "split", "fold_in", "uniform", "normal", "randint", "bernoulli"]
+
+_KEY = ShapedArray((2,), np.uint32)
+
+
+def _check_key(op: str, k: ShapedArray) -> None:
+    if k != _KEY:
+        raise DTypeError(f"{op}: the key must be a u32[2] tensor made by aotjax.random.key(seed) or "
+                         f"aotjax.random.split(key), got {k.str_short()}")
+
+
+def _key_operand(k) -> Tensor:
+    """A key Tensor from a Tensor, a raw `jax.random.PRNGKey` array or a typed `jax.random.key`."""
+    if isinstance(k, jax.Array) and jnp.issubdtype(k.dtype, jax.dtypes.prng_key):
+        k = jax.random.key_data(k)
+    return as_tensor(k)
+
+
+def _shape(op: str, shape) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    if not isinstance(shape, Sequence) or not all(isinstance(s, (int, np.integer)) for s in shape):
+        raise TypeError(f"{op}: shape must be a tuple of ints, got {shape!r}")
+    return tuple(int(s) for s in shape)
+
+
+def _float_dtype(op: str, dtype) -> np.dtype:
+    dt = to_dtype(dtype)
+    if not is_float(dt):
+        raise DTypeError(f"{op}: dtype must be a floating-point dtype, got {dt.name}")
+    return dt
+
+
+# -- keys ------------------------------------------------------------------------------------------
+def _random_seed_shape(seed):
+    if seed.shape != () or category(seed.dtype) != 1:
+        raise DTypeError(f"random_seed: the seed must be a scalar integer, got {seed.str_short()}")
+    return (2,)
+
+
+random_seed_p = standard_primitive("random_seed", _random_seed_shape, lambda seed: _KEY.dtype,
+                                   lambda seed: jax.random.PRNGKey(seed))
+
+
+def key(seed) -> Tensor:
+    """A new key from an integer seed (a Python int or an integer scalar tensor), as
+    `jax.random.PRNGKey(seed)`.
+
+    >>> aotjax.random.key(42)
+    tensor([ 0, 42], dtype=uint32)
+    """
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        seed = default_int_dtype().type(seed)
+    return random_seed_p.bind(seed)
+
+
+def _random_split_shape(k, *, num):
+    _check_key("split", k)
+    return (num, 2)
+
+
+random_split_p = standard_primitive("random_split", _random_split_shape, lambda k, *, num: _KEY.dtype,
+                                    lambda k, *, num: jax.random.split(k, num))
+
+
+def split(key, num: int = 2) -> Tensor:
+    """`num` new keys from `key`, as a `u32[num, 2]` tensor (unpack it, or index it for each key).
+
+    >>> aotjax.random.split(aotjax.random.key(0), 3).shape
+    (3, 2)
+    """
+    return random_split_p.bind(_key_operand(key), num=int(num))
+
+
+def _random_fold_in_shape(k, data):
+    _check_key("fold_in", k)
+    if data.shape != () or category(data.dtype) != 1:
+        raise DTypeError(f"fold_in: data must be a scalar integer, got {data.str_short()}")
+    return (2,)
+
+
+random_fold_in_p = standard_primitive("random_fold_in", _random_fold_in_shape, lambda k, data: _KEY.dtype,
+                                      lambda k, data: jax.random.fold_in(k, data))
+
+
+def fold_in(key, data) -> Tensor:
+    """A new key from `key` and an integer `data` (a step or layer number), as `jax.random.fold_in`.
+
+    >>> aotjax.random.fold_in(aotjax.random.key(0), 1).shape
+    (2,)
+    """
+    if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
+        data = np.uint32(data)
+    return random_fold_in_p.bind(_key_operand(key), data)
+
+
+# -- samplers --------------------------------------------------------------------------------------
+def _sampler(name: str, lower) -> Primitive:
+    """A primitive `name[shape dtype ...] key`, sampling `shape` values of `dtype` from the key."""
+    def shape_rule(k, *args, shape, dtype, **params):
+        _check_key(name, k)
+        return shape
+
+    return standard_primitive(name, shape_rule, lambda k, *args, shape, dtype, **params: dtype, lower)
+
+
+random_uniform_p = _sampler("random_uniform", lambda k, *, shape, dtype, low, high: jax.random.uniform(
+    k, shape, dtype, minval=low, maxval=high))
+random_normal_p = _sampler("random_normal", lambda k, *, shape, dtype: jax.random.normal(k, shape, dtype))
+random_randint_p = _sampler("random_randint", lambda k, *, shape, dtype, low, high: jax.random.randint(
+    k, shape, low, high, dtype))
+
+
+def uniform(key, shape=(), dtype=np.float32, low=0.0, high=1.0) -> Tensor:
+    """Samples uniform in `[low, high)`, as `jax.random.uniform(key, shape, dtype, low, high)`.
+
+    >>> x = aotjax.random.uniform(aotjax.random.key(0), (3,), low=2.0, high=4.0)
+    >>> bool(((x.numpy() >= 2) & (x.numpy() < 4)).all())
+    True
+    """
+    return random_uniform_p.bind(_key_operand(key), shape=_shape("uniform", shape),
+                                 dtype=_float_dtype("uniform", dtype), low=float(low), high=float(high))
+
+
+def normal(key, shape=(), dtype=np.float32) -> Tensor:
+    """Standard normal samples, as `jax.random.normal(key, shape, dtype)`.
+
+    >>> aotjax.random.normal(aotjax.random.key(0), (2, 2)).dtype
+    dtype('float32')
+    """
+    return random_normal_p.bind(_key_operand(key), shape=_shape("normal", shape), dtype=_float_dtype("normal", dtype))
+
+
+def randint(key, shape, low, high, dtype=int) -> Tensor:
+    """Integers uniform in `[low, high)` (the default int dtype unless `dtype`), as `jax.random.randint`.
+
+    >>> x = aotjax.random.randint(aotjax.random.key(0), (4,), 0, 3)
+    >>> set(x.tolist()) <= {0, 1, 2}
+    True
+    """
+    dt = to_dtype(dtype)
+    if category(dt) != 1:
+        raise DTypeError(f"randint: dtype must be an integer dtype, got {dt.name}")
+    return random_randint_p.bind(_key_operand(key), shape=_shape("randint", shape), dtype=dt, low=int(low),
+                                 high=int(high))
+
+
+def _random_bernoulli_shape(k, p, *, shape):
+    _check_key("bernoulli", k)
+    if not is_float(p.dtype):
+        raise DTypeError(f"bernoulli: p must be floating point, got {p.str_short()}")
+    tail = shape[len(shape) - len(p.shape):] if len(p.shape) <= len(shape) else None
+    if tail is None or any(d not in (1, s) for d, s in zip(p.shape, tail, strict=True)):
+        raise ShapeError(f"bernoulli: p of shape {list(p.shape)} does not broadcast to shape {list(shape)}")
+    return shape
+
+
+random_bernoulli_p = standard_primitive("random_bernoulli", _random_bernoulli_shape,
+                                        lambda k, p, *, shape: np.dtype(np.bool_),
+                                        lambda k, p, *, shape: jax.random.bernoulli(k, p, shape))
+
+
+def bernoulli(key, p=0.5, shape=None) -> Tensor:
+    """Booleans that are True with probability `p` (a float or a float tensor), of `shape` (default
+    `p`'s shape). A Python float `p` is float32, so this equals
+    `jax.random.bernoulli(key, jnp.float32(p), shape)`.
+
+    >>> aotjax.random.bernoulli(aotjax.random.key(0), 0.5, (3,)).dtype
+    dtype('bool')
+    """
+    if isinstance(p, (float, int)) and not isinstance(p, bool):
+        p = default_float_dtype().type(p)
+    else:
+        p = as_tensor(p)
+        if not is_float(p.dtype):
+            p = convert(p, default_float_dtype())
+    p_shape = tuple(np.shape(p)) if not isinstance(p, Tensor) else tuple(p.shape)
+    shape = p_shape if shape is None else _shape("bernoulli", shape)
+    return random_bernoulli_p.bind(_key_operand(key), p, shape=shape)

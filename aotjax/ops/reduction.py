@@ -1,2 +1,351 @@
-"""reduction ops (being written)."""
-__all__: list[str] = []
+"""Reductions: sums, products, extrema, their indices, logical reductions, and cumulative sums.
+
+The primitives (`reduce_sum reduce_prod reduce_max reduce_min reduce_and reduce_or argmax argmin
+cumsum`) take static params: `axes` (a sorted tuple of non-negative dims) and `keepdims`, or one
+`axis`. `mean`, `var`, `std` and `logsumexp` are compositions of them. Signatures follow PyTorch:
+`dim` may be an int or a tuple, negative dims count from the end, `dim=None` reduces everything;
+integer and bool `sum`/`prod`/`cumsum` give the default int dtype (int64 with jax's x64 mode on).
+
+NOTE: `sum max min all any` shadow the Python builtins in this module; `builtins.max` is used
+where the builtin is meant.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+from collections import namedtuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from aotjax.core.errors import DTypeError, ShapeError
+from aotjax.core.source_info import where as _where
+from aotjax.ops._combinators import standard_primitive
+from aotjax.ops._frontend import as_tensor, canonical_dim, canonical_dims, convert, to_dtype
+from aotjax.ops.elementwise import exp, isfinite, log, maximum, minimum, sqrt, where
+from aotjax.ops.promotion import _FLOAT, _INT, category, default_float_dtype, default_int_dtype
+from aotjax.tensor import Tensor
+
+__all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "all", "any", "var", "std",
+           "logsumexp", "cumsum"]
+
+_LOW_PRECISION = (np.dtype(np.float16), to_dtype("bfloat16"))
+
+
+# -- primitives --------------------------------------------------------------------------------
+def _reduced_shape(op: str, shape: tuple, axes: tuple, keepdims: bool) -> tuple:
+    if builtins.any(not 0 <= a < len(shape) for a in axes):
+        raise ShapeError(f"{op}: axes {axes} are out of range for shape {list(shape)}")
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _accumulating(fn):
+    """`fn(x, axis=..., ...)` computed in float32 for float16/bfloat16 inputs (as PyTorch accumulates),
+    and cast back to the input dtype."""
+    def lower(x, **kw):
+        if x.dtype in _LOW_PRECISION:
+            return fn(x.astype(np.float32), **kw).astype(x.dtype)
+        return fn(x, **kw).astype(x.dtype)
+    return lower
+
+
+def _reducer(name: str, fn, out_dtype=None):
+    """A reduction primitive over `axes` (params `axes`, `keepdims`)."""
+    return standard_primitive(
+        name, lambda x, *, axes, keepdims: _reduced_shape(name, x.shape, axes, keepdims),
+        lambda x, *, axes, keepdims: x.dtype if out_dtype is None else out_dtype,
+        lambda x, *, axes, keepdims: fn(x, axis=axes, keepdims=keepdims))
+
+
+reduce_sum_p = _reducer("reduce_sum", _accumulating(jnp.sum))
+reduce_prod_p = _reducer("reduce_prod", _accumulating(jnp.prod))
+reduce_max_p = _reducer("reduce_max", jnp.max)
+reduce_min_p = _reducer("reduce_min", jnp.min)
+reduce_and_p = _reducer("reduce_and", jnp.all, np.dtype(np.bool_))
+reduce_or_p = _reducer("reduce_or", jnp.any, np.dtype(np.bool_))
+
+
+def _arg_shape(name: str):
+    def shape_rule(x, *, axis, keepdims):
+        axes = tuple(range(x.ndim)) if axis is None else (axis,)
+        return _reduced_shape(name, x.shape, axes, keepdims)
+    return shape_rule
+
+
+def _arg_lower(fn):
+    def lower(x, *, axis, keepdims):
+        return fn(x, axis=axis, keepdims=keepdims).astype(default_int_dtype())
+    return lower
+
+
+# NOTE: the index dtype is the default int dtype (int64 under x64), read when the rule runs.
+argmax_p = standard_primitive("argmax", _arg_shape("argmax"), lambda x, **_: default_int_dtype(),
+                              _arg_lower(jnp.argmax))
+argmin_p = standard_primitive("argmin", _arg_shape("argmin"), lambda x, **_: default_int_dtype(),
+                              _arg_lower(jnp.argmin))
+
+
+def _cumsum_shape(x, *, axis):
+    if not 0 <= axis < builtins.max(x.ndim, 1):
+        raise ShapeError(f"cumsum: axis {axis} is out of range for shape {list(x.shape)}")
+    return x.shape
+
+
+cumsum_p = standard_primitive(
+    "cumsum", _cumsum_shape, lambda x, *, axis: x.dtype,
+    lambda x, *, axis: _accumulating(jnp.cumsum)(x, axis=axis) if x.ndim else x)
+
+
+# -- frontend helpers --------------------------------------------------------------------------
+def _axes(op: str, x, dim) -> tuple[int, ...]:
+    """The primitive's `axes` for a PyTorch `dim` argument (None or () means every dim)."""
+    if isinstance(dim, (list, tuple)) and len(dim) == 0:
+        dim = None
+    axes = canonical_dims(dim, x.ndim, op)
+    return axes if x.ndim else ()
+
+
+def _count(x, axes) -> int:
+    return math.prod(x.shape[a] for a in axes)
+
+
+def _int_to_default(x, dtype):
+    """`x` converted to `dtype` if given, else integer and bool tensors to the default int dtype."""
+    if dtype is not None:
+        return convert(x, to_dtype(dtype))
+    return convert(x, default_int_dtype()) if category(x.dtype) <= _INT else x
+
+
+def _require_float(op: str, x, dtype=None):
+    x = as_tensor(x)
+    if dtype is not None:
+        x = convert(x, to_dtype(dtype))
+    if category(x.dtype) < _FLOAT:
+        raise DTypeError(f"{op}: expected a floating-point tensor, got {x.aval.str_short()}{_where()}; convert it "
+                         f"first (`x.float()`) or pass dtype=aotjax.float32")
+    return x
+
+
+def _compute(x):
+    """`x` in the dtype to compute a mean or variance in: float32 for float16/bfloat16."""
+    return convert(x, np.float32) if x.dtype in _LOW_PRECISION else x
+
+
+# -- sums and products -------------------------------------------------------------------------
+def sum(x, dim=None, keepdim: bool = False, *, dtype=None):
+    """The sum over `dim` (an int, a tuple, or None for all); integer and bool tensors sum to the
+    default int dtype unless `dtype` is given.
+
+    >>> aotjax.sum(aotjax.tensor([[1, 2], [3, 4]]), dim=0)
+    tensor([4, 6])
+    >>> aotjax.tensor([[1.0, 2.0], [3.0, 4.0]]).sum(-1, keepdim=True)
+    tensor([[3.],
+            [7.]])
+    """
+    x = _int_to_default(as_tensor(x), dtype)
+    return reduce_sum_p.bind(x, axes=_axes("sum", x, dim), keepdims=bool(keepdim))
+
+
+def prod(x, dim=None, keepdim: bool = False, *, dtype=None):
+    """The product over `dim` (an int, or None for all); integer and bool tensors give the default
+    int dtype unless `dtype` is given.
+
+    >>> aotjax.prod(aotjax.tensor([[1, 2], [3, 4]]), 1)
+    tensor([ 2, 12])
+    """
+    x = _int_to_default(as_tensor(x), dtype)
+    return reduce_prod_p.bind(x, axes=_axes("prod", x, dim), keepdims=bool(keepdim))
+
+
+def mean(x, dim=None, keepdim: bool = False, *, dtype=None):
+    """The mean over `dim` (an int, a tuple, or None for all). Integer tensors raise, as in PyTorch:
+    pass `dtype=aotjax.float32` or convert first.
+
+    >>> aotjax.mean(aotjax.tensor([[1.0, 2.0], [3.0, 5.0]]), dim=1)
+    tensor([1.5, 4. ])
+    """
+    x = _require_float("mean", x, dtype)
+    axes = _axes("mean", x, dim)
+    total = reduce_sum_p.bind(_compute(x), axes=axes, keepdims=bool(keepdim))
+    return convert(total / _count(x, axes), x.dtype)
+
+
+def cumsum(x, dim: int, *, dtype=None):
+    """The running sum along `dim`; integer and bool tensors give the default int dtype.
+
+    >>> aotjax.cumsum(aotjax.tensor([1, 2, 3]), 0)
+    tensor([1, 3, 6])
+    """
+    x = _int_to_default(as_tensor(x), dtype)
+    return cumsum_p.bind(x, axis=canonical_dim(dim, x.ndim, "cumsum"))
+
+
+# -- extrema -----------------------------------------------------------------------------------
+def amax(x, dim=None, keepdim: bool = False):
+    """The maximum over `dim` (an int, a tuple, or None/() for all); NaN propagates.
+
+    >>> aotjax.amax(aotjax.tensor([[1, 5], [7, 2]]), dim=(0, 1))
+    tensor(7)
+    """
+    x = as_tensor(x)
+    return reduce_max_p.bind(x, axes=_axes("amax", x, dim), keepdims=bool(keepdim))
+
+
+def amin(x, dim=None, keepdim: bool = False):
+    """The minimum over `dim` (an int, a tuple, or None/() for all); NaN propagates.
+
+    >>> aotjax.amin(aotjax.tensor([[1, 5], [7, 2]]), dim=-1)
+    tensor([1, 2])
+    """
+    x = as_tensor(x)
+    return reduce_min_p.bind(x, axes=_axes("amin", x, dim), keepdims=bool(keepdim))
+
+
+def _arg(prim, op: str, x, dim, keepdim):
+    x = as_tensor(x)
+    if dim is None:
+        return prim.bind(x, axis=None, keepdims=bool(keepdim))
+    axis = canonical_dim(dim, x.ndim, op)
+    return prim.bind(x, axis=axis if x.ndim else None, keepdims=bool(keepdim))
+
+
+def argmax(x, dim=None, keepdim: bool = False):
+    """The index of the maximum along `dim` (of the flattened tensor when `dim` is None); the first
+    one on ties.
+
+    >>> aotjax.argmax(aotjax.tensor([[1, 5], [7, 2]]))
+    tensor(2)
+    >>> aotjax.argmax(aotjax.tensor([[1, 5], [7, 2]]), dim=1)
+    tensor([1, 0])
+    """
+    return _arg(argmax_p, "argmax", x, dim, keepdim)
+
+
+def argmin(x, dim=None, keepdim: bool = False):
+    """The index of the minimum along `dim` (of the flattened tensor when `dim` is None).
+
+    >>> aotjax.argmin(aotjax.tensor([[1, 5], [7, 2]]), dim=0)
+    tensor([0, 1])
+    """
+    return _arg(argmin_p, "argmin", x, dim, keepdim)
+
+
+MaxResult = namedtuple("max", ["values", "indices"])
+MinResult = namedtuple("min", ["values", "indices"])
+
+
+def _extremum(op: str, reduce_p, arg_p, elementwise_op, result_type, x, dim, keepdim):
+    if isinstance(dim, (Tensor, np.ndarray, jax.Array)):
+        return elementwise_op(x, dim)
+    x = as_tensor(x)
+    if dim is None:
+        return reduce_p.bind(x, axes=_axes(op, x, None), keepdims=False)
+    axis = canonical_dim(dim, x.ndim, op)
+    axes = (axis,) if x.ndim else ()
+    values = reduce_p.bind(x, axes=axes, keepdims=bool(keepdim))
+    indices = arg_p.bind(x, axis=axis if x.ndim else None, keepdims=bool(keepdim))
+    return result_type(values, indices)
+
+
+def max(x, dim=None, keepdim: bool = False):
+    """`max(x)`: the largest element (0-d). `max(x, dim, keepdim=False)`: a named tuple
+    `(values, indices)` along `dim`. `max(x, other)` with a tensor `other`: `maximum(x, other)`.
+
+    >>> x = aotjax.tensor([[1, 5], [7, 2]])
+    >>> aotjax.max(x)
+    tensor(7)
+    >>> aotjax.max(x, dim=1)
+    max(values=tensor([5, 7]), indices=tensor([1, 0]))
+    """
+    return _extremum("max", reduce_max_p, argmax_p, maximum, MaxResult, x, dim, keepdim)
+
+
+def min(x, dim=None, keepdim: bool = False):
+    """`min(x)`, `min(x, dim, keepdim=False)` → `(values, indices)`, or `minimum(x, other)`, like `max`.
+
+    >>> aotjax.min(aotjax.tensor([[1, 5], [7, 2]]), dim=0).values
+    tensor([1, 2])
+    """
+    return _extremum("min", reduce_min_p, argmin_p, minimum, MinResult, x, dim, keepdim)
+
+
+# -- logical -----------------------------------------------------------------------------------
+def all(x, dim=None, keepdim: bool = False):
+    """Whether every element over `dim` is nonzero (bool).
+
+    >>> aotjax.all(aotjax.tensor([[1, 0], [2, 3]]), dim=1)
+    tensor([False,  True])
+    """
+    x = as_tensor(x)
+    return reduce_and_p.bind(x, axes=_axes("all", x, dim), keepdims=bool(keepdim))
+
+
+def any(x, dim=None, keepdim: bool = False):
+    """Whether any element over `dim` is nonzero (bool).
+
+    >>> aotjax.any(aotjax.tensor([[0, 0], [2, 0]]), dim=1)
+    tensor([False,  True])
+    """
+    x = as_tensor(x)
+    return reduce_or_p.bind(x, axes=_axes("any", x, dim), keepdims=bool(keepdim))
+
+
+# -- statistics --------------------------------------------------------------------------------
+def _correction(op: str, unbiased, correction) -> float:
+    if unbiased is not None and correction is not None:
+        raise ValueError(f"{op}: pass either unbiased or correction, not both{_where()}")
+    if correction is not None:
+        return correction
+    return 0 if unbiased is False else 1
+
+
+def var(x, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """The variance over `dim`: `sum((x - mean)**2) / (N - correction)`, with `correction=1` (Bessel's)
+    by default; `unbiased=False` means `correction=0`. Floating-point tensors only.
+
+    >>> aotjax.var(aotjax.tensor([1.0, 2.0, 3.0, 4.0]))
+    tensor(1.6666666)
+    >>> aotjax.tensor([1.0, 2.0, 3.0, 4.0]).var(correction=0)
+    tensor(1.25)
+    """
+    if isinstance(dim, bool):  # NOTE: PyTorch's `x.var(False)` means unbiased=False
+        dim, unbiased = None, dim
+    c = _correction("var", unbiased, correction)
+    x = _require_float("var", x)
+    axes = _axes("var", x, dim)
+    xc = _compute(x)
+    n = _count(x, axes)
+    centered = xc - reduce_sum_p.bind(xc, axes=axes, keepdims=True) / n
+    total = reduce_sum_p.bind(centered * centered, axes=axes, keepdims=bool(keepdim))
+    return convert(total / builtins.max(0, n - c), x.dtype)
+
+
+def std(x, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """The standard deviation over `dim`: `sqrt(var(x, dim, ...))`.
+
+    >>> aotjax.std(aotjax.tensor([1.0, 3.0]))
+    tensor(1.4142135)
+    """
+    return sqrt(var(x, dim, unbiased, keepdim, correction=correction))
+
+
+def logsumexp(x, dim=None, keepdim: bool = False):
+    """`log(sum(exp(x)))` over `dim`, computed stably (the max is subtracted first); integer tensors
+    promote to float32.
+
+    >>> aotjax.logsumexp(aotjax.tensor([1000.0, 1000.0]), dim=0)
+    tensor(1000.69...)
+    """
+    x = as_tensor(x)
+    if category(x.dtype) < _FLOAT:
+        x = convert(x, default_float_dtype())
+    axes = _axes("logsumexp", x, dim)
+    m = reduce_max_p.bind(x, axes=axes, keepdims=True)
+    m = where(isfinite(m), m, 0.0)  # all -inf (or an inf) must not become NaN
+    total = log(reduce_sum_p.bind(exp(x - m), axes=axes, keepdims=bool(keepdim)))
+    # NOTE: a max over the kept size-1 dims drops them (a squeeze that needs no shape op).
+    return total + (m if keepdim else reduce_max_p.bind(m, axes=axes, keepdims=False))
+

@@ -1,2 +1,242 @@
-"""shape ops (being written)."""
-__all__: list[str] = []
+"""Shape ops that make new values (never views): clone, concatenation, stacking, flips, rolls, repeats
+and triangular masks."""
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from aotjax.core.errors import ShapeError
+from aotjax.core.interpreter import contiguous_strides
+from aotjax.core.primitive import Primitive
+from aotjax.core.source_info import where
+from aotjax.ops._combinators import standard_primitive
+from aotjax.ops._frontend import as_tensor, canonical_dim, canonical_dims, normalize_shape, promote
+from aotjax.ops.views import unsqueeze
+
+__all__ = ["clone", "cat", "concat", "concatenate", "stack", "flip", "roll", "repeat", "tile", "tril", "triu"]
+
+
+def _keep_dtype(x, **params):
+    return x.dtype
+
+
+# -- clone -------------------------------------------------------------------------------------
+def is_non_overlapping_and_dense(shape, strides) -> bool:
+    """Whether a tensor of `shape` and `strides` covers a gap-free block of memory exactly once."""
+    dims = sorted((d for d in range(len(shape)) if shape[d] >= 2), key=lambda d: strides[d])
+    expected = 1
+    for d in dims:
+        if strides[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
+
+
+def infer_dense_strides(shape, strides) -> tuple[int, ...]:
+    """Dense strides that keep the memory order of `strides` (PyTorch's `infer_dense_strides`)."""
+    def should_swap(d0, d1):  # 1: d1 goes before d0 (innermost first)
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return 1 if s0 > s1 else -1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    perm = list(range(len(shape) - 1, -1, -1))
+    for i in range(1, len(perm)):
+        j = i
+        for k in range(i - 1, -1, -1):
+            c = should_swap(perm[k], perm[j])
+            if c > 0:
+                perm[k], perm[j] = perm[j], perm[k]
+                j = k
+            elif c < 0:
+                break
+    out, acc = [0] * len(shape), 1
+    for d in perm:
+        out[d] = acc
+        acc *= max(shape[d], 1)
+    return tuple(out)
+
+
+def _clone_strides(shape, strides, offset, /, *, contiguous):
+    # NOTE: clone is functional; this rule gives its output the strides PyTorch would (preserve_format
+    # keeps a dense layout, e.g. a transposed tensor stays transposed), so `bind` records them.
+    if contiguous:
+        return contiguous_strides(shape), 0
+    if is_non_overlapping_and_dense(shape, strides):
+        return tuple(strides), 0
+    return infer_dense_strides(shape, strides), 0
+
+
+clone_p = standard_primitive("clone", lambda x, *, contiguous: x.shape, _keep_dtype,
+                             lambda x, *, contiguous: jnp.copy(x))
+clone_p.view_strides = _clone_strides
+
+
+def clone(x, *, memory_format="preserve"):
+    """A copy of `x` with its own data. With the default `memory_format="preserve"` a dense tensor keeps
+    its strides (as PyTorch: `a.t().clone()` is not contiguous); `"contiguous"` gives a row-major copy.
+
+    >>> a = aotjax.zeros(2, 3)
+    >>> b = a.t().clone()
+    >>> b.add_(1).is_contiguous(), a.sum().item()
+    (False, 0.0)
+    """
+    fmt = getattr(memory_format, "name", memory_format)
+    if fmt not in ("preserve", "contiguous", "preserve_format", "contiguous_format"):
+        raise ValueError(f"clone: memory_format must be 'preserve' or 'contiguous', got {memory_format!r}{where()}")
+    return clone_p.bind(as_tensor(x), contiguous=fmt.startswith("contiguous"))
+
+
+# -- cat / stack -------------------------------------------------------------------------------
+def _cat_shape(*xs, dim):
+    first = xs[0].shape
+    for x in xs[1:]:
+        if x.ndim != len(first) or any(a != b for i, (a, b) in enumerate(zip(x.shape, first, strict=True)) if i != dim):
+            raise ShapeError(f"cat: tensors must have the same shape except in dimension {dim}, got "
+                             f"{', '.join(str(list(x.shape)) for x in xs)}")
+    return first[:dim] + (sum(x.shape[dim] for x in xs),) + first[dim + 1:]
+
+
+cat_p = standard_primitive("cat", _cat_shape, lambda *xs, dim: xs[0].dtype,
+                           lambda *xs, dim: jnp.concatenate(xs, axis=dim))
+
+
+def cat(tensors, dim: int = 0):
+    """The tensors joined along an existing dim `dim`, with PyTorch's dtype promotion.
+
+    >>> aotjax.cat([aotjax.tensor([1, 2]), aotjax.tensor([3])])
+    tensor([1, 2, 3])
+    """
+    tensors = [as_tensor(x) for x in tensors]
+    if not tensors:
+        raise ValueError(f"cat: expected a non-empty sequence of tensors{where()}")
+    nonempty = [x for x in tensors if x.shape != (0,)] or tensors[:1]  # PyTorch skips legacy empty 1-d tensors
+    if any(x.ndim == 0 for x in nonempty):
+        raise ShapeError(f"cat: zero-dimensional tensors cannot be concatenated (got shapes "
+                         f"{[list(x.shape) for x in tensors]}){where()}; use stack")
+    dim = canonical_dim(dim, nonempty[0].ndim, "cat")
+    return cat_p.bind(*promote(*nonempty), dim=dim)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim: int = 0):
+    """The tensors (all of one shape) joined along a new dim `dim`.
+
+    >>> aotjax.stack([aotjax.tensor([1, 2]), aotjax.tensor([3, 4])], dim=1)
+    tensor([[1, 3],
+            [2, 4]])
+    """
+    tensors = [as_tensor(x) for x in tensors]
+    if not tensors:
+        raise ValueError(f"stack: expected a non-empty sequence of tensors{where()}")
+    shapes = {tuple(x.shape) for x in tensors}
+    if len(shapes) != 1:
+        raise ShapeError(f"stack: expects each tensor to be of equal shape, got "
+                         f"{[list(x.shape) for x in tensors]}{where()}")
+    dim = canonical_dim(dim, tensors[0].ndim + 1, "stack")
+    return cat_p.bind(*promote(*(unsqueeze(x, dim) for x in tensors)), dim=dim)
+
+
+# -- flip / roll -------------------------------------------------------------------------------
+flip_p = standard_primitive("flip", lambda x, *, dims: x.shape, _keep_dtype, lambda x, *, dims: jnp.flip(x, dims))
+
+
+def flip(x, *dims):
+    """`x` reversed along `dims`.
+
+    >>> aotjax.tensor([[1, 2], [3, 4]]).flip(-1)
+    tensor([[2, 1],
+            [4, 3]])
+    """
+    return flip_p.bind(x, dims=canonical_dims(normalize_shape(dims), x.ndim, "flip"))
+
+
+roll_p = standard_primitive("roll", lambda x, *, shifts, dims: x.shape, _keep_dtype,
+                            lambda x, *, shifts, dims: jnp.roll(x, shifts, dims))
+
+
+def roll(x, shifts, dims=None):
+    """`x` rolled by `shifts` along `dims` (elements pushed off the end come back at the start); with no
+    dims, the flattened tensor is rolled.
+
+    >>> aotjax.tensor([1, 2, 3, 4]).roll(1)
+    tensor([4, 1, 2, 3])
+    """
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise ShapeError(f"roll: without dims, shifts must be one int, got {list(shifts)}{where()}")
+        return roll_p.bind(x, shifts=shifts[0], dims=None)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(dims) != len(shifts):
+        raise ShapeError(f"roll: shifts {list(shifts)} and dims {list(dims)} must have the same length{where()}")
+    return roll_p.bind(x, shifts=shifts, dims=tuple(canonical_dim(d, x.ndim, "roll") for d in dims))
+
+
+# -- repeat / tile -----------------------------------------------------------------------------
+def _repeat_shape(x, *, repeats):
+    padded = (1,) * (len(repeats) - x.ndim) + x.shape
+    return tuple(a * b for a, b in zip(padded, repeats, strict=True))
+
+
+repeat_p = standard_primitive("repeat", _repeat_shape, _keep_dtype, lambda x, *, repeats: jnp.tile(x, repeats))
+
+
+def repeat(x, *sizes):
+    """`x` tiled `sizes[i]` times along each dim (extra leading sizes add dims), as `torch.Tensor.repeat`.
+
+    >>> aotjax.tensor([1, 2]).repeat(2, 2)
+    tensor([[1, 2, 1, 2],
+            [1, 2, 1, 2]])
+    """
+    sizes = normalize_shape(sizes)
+    if len(sizes) < x.ndim or any(s < 0 for s in sizes):
+        raise ShapeError(f"repeat: expects at least as many non-negative repeats as dims: {list(sizes)} for a "
+                         f"tensor of shape {list(x.shape)}{where()}")
+    return repeat_p.bind(x, repeats=sizes)
+
+
+def tile(x, *dims):
+    """`x` tiled `dims[i]` times along each dim; missing leading repeats count as 1.
+
+    >>> aotjax.tensor([[1, 2]]).tile(2)
+    tensor([[1, 2, 1, 2]])
+    """
+    dims = normalize_shape(dims)
+    return repeat(x, (1,) * (x.ndim - len(dims)) + dims)
+
+
+# -- tril / triu -------------------------------------------------------------------------------
+def _triangle(name: str, fn) -> Primitive:
+    def shape_rule(x, *, diagonal):
+        if x.ndim < 2:
+            raise ShapeError(f"{name}: input must have at least 2 dimensions, got shape {list(x.shape)}")
+        return x.shape
+    return standard_primitive(name, shape_rule, _keep_dtype, lambda x, *, diagonal: fn(x, diagonal))
+
+
+tril_p = _triangle("tril", jnp.tril)
+triu_p = _triangle("triu", jnp.triu)
+
+
+def tril(x, diagonal: int = 0):
+    """The lower triangle of the last two dims of `x` (entries above diagonal `diagonal` zeroed).
+
+    >>> aotjax.tensor([[1, 2], [3, 4]]).tril()
+    tensor([[1, 0],
+            [3, 4]])
+    """
+    return tril_p.bind(x, diagonal=int(diagonal))
+
+
+def triu(x, diagonal: int = 0):
+    """The upper triangle of the last two dims of `x` (entries below diagonal `diagonal` zeroed).
+
+    >>> aotjax.tensor([[1, 2], [3, 4]]).triu(1)
+    tensor([[0, 2],
+            [0, 0]])
+    """
+    return triu_p.bind(x, diagonal=int(diagonal))

@@ -9,8 +9,8 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from aotjax.core.avals import ShapedArray, aval_of_value, canonicalize_dtype
-from aotjax.core.interpreter import Tracer, full_raise, new_main
+from aotjax.core.avals import ShapedArray, canonicalize_dtype
+from aotjax.core.interpreter import full_raise, new_main
 from aotjax.core.ir import ClosedJaxpr
 from aotjax.core.typecheck import typecheck, typecheck_enabled
 from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace

@@ -1,0 +1,77 @@
+"""The stages a command can print for a program: each a name, a title and a function of the program.
+
+A `Program` is a function with example arguments; its jaxprs are computed on first use. Later
+passes (functionalize, joint, forward/backward) each register one stage here with `stage(...)`.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import jax
+
+import aotjax
+from aotjax.core.errors import UnsupportedError
+from aotjax.lowering.to_jax import check_lowerable
+
+
+class Program:
+    """A function and the example arguments it is traced with."""
+
+    def __init__(self, fn: Callable, args: tuple, name: str | None = None):
+        self.fn = fn
+        self.args = tuple(args)
+        self.name = name or getattr(fn, "__name__", "fn")
+
+    @functools.cached_property
+    def jaxpr(self) -> aotjax.ClosedJaxpr:
+        """The jaxpr as written (views and in-place ops included)."""
+        return aotjax.make_jaxpr(self.fn)(*self.args)
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    title: str
+    render: Callable[[Program], str]
+
+
+STAGES: dict[str, Stage] = {}
+
+
+def stage(name: str, title: str):
+    """Register `render(program) -> str` as the stage `name`."""
+    def register(render: Callable[[Program], str]) -> Callable[[Program], str]:
+        STAGES[name] = Stage(name, title, render)
+        return render
+    return register
+
+
+def render(names: list[str], program: Program) -> str:
+    """The named stages of `program`, each under a header line."""
+    return "\n\n".join(f"--- {STAGES[n].title} ---\n{STAGES[n].render(program)}" for n in names)
+
+
+@stage("jaxpr", "the jaxpr as written, with source lines")
+def _jaxpr(program: Program) -> str:
+    return program.jaxpr.pretty(source_info=True)
+
+
+@stage("stablehlo", "StableHLO, as lowered through XLA")
+def _stablehlo(program: Program) -> str:
+    try:
+        check_lowerable(program.jaxpr, "stablehlo")
+    except UnsupportedError as e:
+        return f"(not lowered) {e}"
+    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in program.jaxpr.in_avals]
+    closed = program.jaxpr
+    fn = aotjax.to_jax(aotjax.ClosedJaxpr(closed.jaxpr, closed.consts))  # flat in, list out
+    return jax.jit(fn).lower(*structs).as_text()
+
+
+def describe(value: Any) -> str:
+    """`f32[4,3]` for a Tensor or array; the pytree of those for a structure."""
+    leaves, tree = jax.tree_util.tree_flatten(value)
+    shapes = [aotjax.ShapedArray(x.shape, x.dtype).str_short() if hasattr(x, "dtype") else repr(x) for x in leaves]
+    return str(jax.tree_util.tree_unflatten(tree, shapes)).replace("'", "") if len(leaves) != 1 else shapes[0]

@@ -1,0 +1,31 @@
+"""The functional forms of neural-network layers and losses, as `torch.nn.functional`.
+
+>>> import aotjax.nn.functional as F
+>>> F.softmax(aotjax.tensor([1.0, 1.0]), dim=-1)
+tensor([0.5, 0.5])
+"""
+from aotjax.ops.nn import (  # noqa: F401
+    FUNCTIONAL,
+    cross_entropy,
+    dropout,
+    embedding,
+    layer_norm,
+    log_softmax,
+    mse_loss,
+    rms_norm,
+    scaled_dot_product_attention,
+    softmax,
+)
+
+__all__ = list(FUNCTIONAL)
+
+# Activations are elementwise ops of `aotjax` itself; `F.relu(x)` is `aotjax.relu(x)`, as in PyTorch.
+_ACTIVATIONS = ("relu", "gelu", "silu", "sigmoid", "tanh")
+
+
+def __getattr__(name: str):
+    if name in _ACTIVATIONS:
+        from aotjax import ops
+
+        return getattr(ops, name)
+    raise AttributeError(f"module 'aotjax.nn.functional' has no attribute {name!r}")

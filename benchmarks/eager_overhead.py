@@ -1,0 +1,103 @@
+"""Per-op eager dispatch time: aotjax Tensors vs plain `jax.numpy`, same machine, same run.
+
+    python benchmarks/eager_overhead.py [--number 2000] [--repeat 7] [--size 32] [--profile OP]
+
+Each op is warmed up, then timed with `timeit` (`repeat` runs of `number` calls; the minimum run
+counts, as the least disturbed). Times are per call, in microseconds; dispatch is asynchronous in
+both libraries, so this measures the Python and dispatch overhead, not the kernels. The target is a
+ratio of at most 1.5x. `--profile OP` prints a cProfile of the aotjax side of one op.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import math
+import pstats
+import timeit
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import aotjax
+
+
+def make_cases(n: int):
+    """(name, aotjax statement, jax statement): each a zero-argument callable."""
+    rng = np.random.default_rng(0)
+    a_np, b_np = (rng.normal(size=(n, n)).astype(np.float32) for _ in range(2))
+    x, y = aotjax.tensor(a_np), aotjax.tensor(b_np)
+    jx, jy = jnp.asarray(a_np), jnp.asarray(b_np)
+    w, jw = aotjax.tensor(a_np), jnp.asarray(a_np)  # written in place by the last case
+
+    def jax_inplace_row():
+        nonlocal jw
+        jw = jw.at[0].add(1)  # jax's functional form of `w[0] += 1`
+        return jw
+
+    return [
+        ("add(x, y)", lambda: x + y, lambda: jx + jy),
+        ("mul(x, 2.0)", lambda: x * 2.0, lambda: jx * 2.0),
+        ("sin(x)", lambda: x.sin(), lambda: jnp.sin(jx)),
+        ("matmul(x, y)", lambda: x @ y, lambda: jx @ jy),
+        ("sum(x, dim=1)", lambda: x.sum(dim=1), lambda: jnp.sum(jx, axis=1)),
+        ("x[0].add_(1)", lambda: w[0].add_(1), jax_inplace_row),
+    ]
+
+
+def per_call_us(fn, number: int, repeat: int) -> float:
+    for _ in range(max(number // 10, 50)):  # warm-up: compile caches, allocator
+        fn()
+    jax.block_until_ready(jax.tree_util.tree_map(jnp.asarray, fn()))
+    times = timeit.repeat(fn, number=number, repeat=repeat)
+    return min(times) / number * 1e6
+
+
+def run(number: int, repeat: int, size: int) -> None:
+    print(f"eager dispatch per op, f32[{size},{size}] operands, {jax.devices()[0].platform}; "
+          f"min of {repeat} x {number} calls\n")
+    print(f"{'op':<16}{'aotjax µs':>12}{'jax µs':>10}{'ratio':>8}")
+    ratios = []
+    for name, ours, theirs in make_cases(size):
+        try:
+            t_ours = per_call_us(ours, number, repeat)
+        except AttributeError as e:  # an op not implemented yet
+            print(f"{name:<16}{'n/a':>12}{'':>10}{'':>8}   ({e})")
+            continue
+        t_jax = per_call_us(theirs, number, repeat)
+        ratios.append(t_ours / t_jax)
+        print(f"{name:<16}{t_ours:>12.1f}{t_jax:>10.1f}{ratios[-1]:>7.2f}x")
+    if ratios:
+        geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        print(f"\ngeometric mean ratio: {geomean:.2f}x over {len(ratios)} ops (target <= 1.5x)")
+
+
+def profile(op: str, number: int, size: int) -> None:
+    cases = {name: ours for name, ours, _ in make_cases(size)}
+    if op not in cases:
+        raise SystemExit(f"--profile: unknown op {op!r}; one of {', '.join(cases)}")
+    fn = cases[op]
+    per_call_us(fn, 100, 1)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(number):
+        fn()
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--number", type=int, default=2000, help="calls per timing run")
+    parser.add_argument("--repeat", type=int, default=7, help="timing runs (the minimum counts)")
+    parser.add_argument("--size", type=int, default=32, help="operands are f32[size, size]")
+    parser.add_argument("--profile", metavar="OP", help="cProfile the aotjax side of one op instead")
+    args = parser.parse_args()
+    if args.profile:
+        profile(args.profile, args.number, args.size)
+    else:
+        run(args.number, args.repeat, args.size)
+
+
+if __name__ == "__main__":
+    main()
