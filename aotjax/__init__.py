@@ -6,7 +6,7 @@ from aotjax.ops import *  # noqa: F401,F403
 from aotjax.ops import random  # noqa: F401
 import aotjax.nn as nn  # noqa: F401  (the package; the star import above brings the aotjax.ops.nn module)
 from aotjax.dtypes import *  # noqa: F401,F403
-from aotjax.transforms import make_jaxpr
+from aotjax.transforms import functionalize, jit, make_jaxpr
 from aotjax.lowering import compile, to_jax  # noqa: F401
 
 __version__ = "0.1.0"

@@ -6,6 +6,7 @@ import numpy as np
 
 import aotjax
 from aotjax import Tensor
+from aotjax.core.errors import AliasingError
 
 
 def copy_tree(tree):
@@ -39,3 +40,58 @@ def check_traced_matches_eager(f, *args, rtol=1e-6, atol=1e-6):
     assert_trees_close(eager_out, traced_out, rtol, atol)
     assert_trees_close(eager_args, traced_args, rtol, atol)
     return eager_out, jaxpr
+
+
+# -- the boundary: eager vs functionalize vs jit, by behaviour ------------------------------------
+def _observed(args, extra, out):
+    """Every tensor whose state the comparison covers, in a fixed order."""
+    leaves = [x for x in jax.tree_util.tree_leaves((args, extra, out)) if isinstance(x, aotjax.Tensor)]
+    return leaves
+
+
+def _state(tensors):
+    return [(tuple(t.shape), t.stride(), np.asarray(t).copy()) for t in tensors]
+
+
+def _outputs(out):
+    return [x for x in jax.tree_util.tree_leaves(out) if isinstance(x, aotjax.Tensor)]
+
+
+def _behaviour(run, make):
+    """What a call does: the outputs, the observed state after it, and after writing each output."""
+    args, extra = make()
+    out = run(*args)
+    history = [_state(_observed(args, extra, out))]
+    for o in _outputs(out):
+        try:
+            o.add_(1000)
+            history.append(_state(_observed(args, extra, out)))
+        except AliasingError:
+            history.append("error")
+    return history
+
+
+def _assert_same(expected, got, how, rtol, atol):
+    assert len(expected) == len(got), how
+    for step, (e, g) in enumerate(zip(expected, got)):
+        if isinstance(e, str) or isinstance(g, str):
+            assert e == g, f"{how}: step {step}"
+            continue
+        assert len(e) == len(g), f"{how}: step {step}: {len(e)} tensors observed in eager, {len(g)} here"
+        for k, ((es, est, ev), (gs, gst, gv)) in enumerate(zip(e, g)):
+            assert es == gs, f"{how}: step {step}, tensor {k}: shape {gs}, eager {es}"
+            assert est == gst, f"{how}: step {step}, tensor {k}: strides {gst}, eager {est}"
+            np.testing.assert_allclose(gv, ev, rtol=rtol, atol=atol, err_msg=f"{how}: step {step}, tensor {k}")
+
+
+def check_boundary_agrees(f, make, rtol=0.0, atol=0.0):
+    """`f` run eagerly, under functionalize, under jit (first and cached call) and through its
+    functionalized jaxpr interpreted: the same outputs, input effects and aliasing. `make()` returns
+    fresh `(args, extra_observed_tensors)`. Returns the jitted function."""
+    expected = _behaviour(f, make)
+    jitted = aotjax.jit(f)
+    ways = {"functionalize": aotjax.functionalize(f), "jit (first call)": jitted, "jit (cached call)": jitted,
+            "eval_jaxpr of the functionalized jaxpr": aotjax.jit(f).lower(*make()[0]).eval}
+    for how, run in ways.items():
+        _assert_same(expected, _behaviour(run, make), how, rtol, atol)
+    return jitted

@@ -37,7 +37,7 @@ def test_literals_and_casts():
             e:i32[2] = mul b 3
             f:i32[3] = convert_element_type[new_dtype=int32] a
             g:i32[3] = add f 1
-          in (d e g) }
+          in (d, e, g) }
         """)
 
 
@@ -63,7 +63,7 @@ def test_multiple_outputs_in_pytree_order_and_an_input_returned():
         { lambda ; a:f32[2,2] b:f32[2,2]. let
             c:f32[2,2] = add a b
             d:f32[2,2] = permute[perm=(1, 0)] b
-          in (c a d) }
+          in (c, a, d) }
         """)
 
 

@@ -1,9 +1,10 @@
-"""Run a small two-layer MLP written PyTorch-style: eagerly, as a jaxpr, and compiled through XLA.
+"""Run a small two-layer MLP written PyTorch-style: eagerly, as a jaxpr, functionalized and compiled.
 
 The model uses an in-place activation (`h.relu_()`) and writes through views (`h[:, 0].zero_()`,
 `out[0].mul_(2)`). The demo runs it eagerly, prints its jaxpr as written (each equation with its
-source line), compiles the same model through XLA, differentiates it with `jax.grad` through `to_jax`, and
-checks that all results agree.
+source line), the functionalized program and its call boundary, compiles it with `aotjax.jit`,
+compiles an in-place SGD step whose weight is updated in its own buffer (donated), differentiates the
+functionalized program with `jax.grad` through `to_jax`, and checks that all results agree.
 """
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import numpy as np
 
 import aotjax
 from aotjax.cli.stages import Program, describe, render
-from aotjax.core.errors import UnsupportedError
 
 # NOTE: the model is user code, so it is compiled under its own file name: aotjax attributes each
 # equation to the first stack frame outside its own package, and this module is inside it.
@@ -32,11 +32,9 @@ def mlp(x, w1, w2):
     out[0].mul_(2)            # written through a view: row 0 of out
     return out
 
-def mlp_pure(x, w1, w2):
-    h = (x @ w1).relu()
-    h = h * COLUMN_MASK       # zero column 0 (a constant of the program)
-    out = h @ w2
-    return out * ROW_SCALE    # double row 0
+def sgd_step(w, g, lr):
+    w.sub_(lr * g)            # in place: compiled, w's buffer is reused
+    return (w * w).sum()
 '''
 
 
@@ -45,12 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stablehlo", action="store_true", help="also print the StableHLO of the compiled model")
 
 
-def load_model(batch: int, hidden: int) -> dict:
+def load_model() -> dict:
     """Execute MODEL_SOURCE as the module `mlp_demo.py` and return its namespace."""
     linecache.cache[MODEL_FILE] = (len(MODEL_SOURCE), None, MODEL_SOURCE.splitlines(True), MODEL_FILE)
-    namespace = {"__name__": "mlp_demo",
-                 "COLUMN_MASK": aotjax.tensor([0.0] + [1.0] * (hidden - 1)),
-                 "ROW_SCALE": aotjax.tensor([[2.0]] + [[1.0]] * (batch - 1))}
+    namespace = {"__name__": "mlp_demo"}
     exec(compile(MODEL_SOURCE, MODEL_FILE, "exec"), namespace)
     return namespace
 
@@ -84,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     batch, d_in, hidden, d_out = 4, 8, 16, 3
     data = [rng.normal(size=s).astype(np.float32) for s in ((batch, d_in), (d_in, hidden), (hidden, d_out))]
-    model = load_model(batch, hidden)
+    model = load_model()
     x, w1, w2 = (aotjax.tensor(a) for a in data)
 
     print(f"aotjax demo: a two-layer MLP written PyTorch-style ({MODEL_FILE})\n")
@@ -98,35 +94,34 @@ def run(args: argparse.Namespace) -> int:
     program = Program(model["mlp"], (x, w1, w2))
     print(render(["jaxpr"], program))
 
-    print("\n3. lowered through XLA")
-    try:
-        aotjax.compile(program.jaxpr)
-        print("  (the jaxpr with in-place ops lowered directly)")
-        lowered_fn = model["mlp"]
-    except UnsupportedError as e:
-        print(f"  as written it cannot be lowered yet:\n    UnsupportedError: {e}")
-        print("  so we compile `mlp_pure`, the same model without in-place ops (what functionalize will "
-              "derive automatically):\n")
-        lowered_fn = model["mlp_pure"]
-    pure = Program(lowered_fn, (x, w1, w2))
-    print(render(["jaxpr"], pure))
-    compiled = aotjax.compile(pure.jaxpr)
-    text = compiled.as_text()
+    print("\n3. functionalized (jit(mlp).lower(...)): a pure program, and the call boundary:\n")
+    print(render(["functionalized", "boundary"], program))
+
+    print("\n4. compiled through XLA with aotjax.jit")
+    jmlp = aotjax.jit(model["mlp"])
+    compiled_out = jmlp(x, w1, w2)
+    compiled = program.lowered.compile()
     flops = (compiled.cost_analysis() or {}).get("flops")
-    print(f"\n  compiled: {compiled}; {len(text.splitlines())} lines of StableHLO"
-          + (f", {flops:.0f} flops (XLA's estimate)" if flops is not None else ""))
+    print(f"  jit(mlp)(x, w1, w2) -> out {describe(compiled_out)}; {len(program.lowered.as_text().splitlines())} "
+          f"lines of StableHLO" + (f", {flops:.0f} flops (XLA's estimate)" if flops is not None else ""))
     if args.stablehlo:
-        print(render(["stablehlo"], pure))
-    compiled_out = compiled(x, w1, w2)
+        print(render(["stablehlo"], program))
+    w, g = aotjax.tensor(data[2]), aotjax.ones(hidden, d_out)
+    old_buffer = w._storage.base
+    norm = aotjax.jit(model["sgd_step"])(w, g, 0.5)
+    print(f"  jit(sgd_step)(w, g, 0.5): w updated in place, |w|^2 = {float(norm):.3f}; w's old buffer was "
+          f"{'donated to the program' if old_buffer.is_deleted() else 'copied'}")
 
-    print("\n4. the lowered model is a jax function: to_jax composes with jax.grad")
-    lowered = aotjax.to_jax(pure.jaxpr)
-    grad = jax.grad(lambda *a: lowered(*a).sum(), argnums=1)(*data)
-    print(f"  jax.grad(lambda x, w1, w2: to_jax(mlp_pure)(x, w1, w2).sum(), argnums=1) -> {describe(grad)}")
+    print("\n5. the functionalized program is a jax function: to_jax composes with jax.grad")
+    lowered = aotjax.to_jax(program.lowered.jaxpr)
+    grad = jax.grad(lambda *a: lowered(*a)[0].sum(), argnums=1)(*data)
+    print(f"  jax.grad(lambda x, w1, w2: to_jax(functionalized mlp)(x, w1, w2)[0].sum(), argnums=1) -> "
+          f"{describe(grad)}")
 
-    print("\n5. checks")
+    print("\n6. checks")
     ok = _agree("eager mlp vs NumPy", eager_out, numpy_reference(*data))
     ok &= _agree("compiled vs eager", compiled_out, eager_out)
+    ok &= _agree("in-place step vs NumPy", w, data[2] - 0.5)
     ok &= _agree("grad of to_jax vs grad of jax.numpy", grad, jax.grad(jax_reference_loss, argnums=1)(*data))
     print("\nOK: the eager, compiled and differentiated results agree." if ok else "\nFAILED: the results differ.")
     return 0 if ok else 1

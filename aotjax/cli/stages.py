@@ -12,8 +12,6 @@ from typing import Any, Callable
 import jax
 
 import aotjax
-from aotjax.core.errors import UnsupportedError
-from aotjax.lowering.to_jax import check_lowerable
 
 
 class Program:
@@ -28,6 +26,11 @@ class Program:
     def jaxpr(self) -> aotjax.ClosedJaxpr:
         """The jaxpr as written (views and in-place ops included)."""
         return aotjax.make_jaxpr(self.fn)(*self.args)
+
+    @functools.cached_property
+    def lowered(self):
+        """`jit(fn).lower(*args)`: the functionalized program and its boundary record."""
+        return aotjax.jit(self.fn).lower(*self.args)
 
 
 @dataclass(frozen=True)
@@ -58,16 +61,19 @@ def _jaxpr(program: Program) -> str:
     return program.jaxpr.pretty(source_info=True)
 
 
-@stage("stablehlo", "StableHLO, as lowered through XLA")
+@stage("functionalized", "the functionalized program: pure, writes as explicit outputs")
+def _functionalized(program: Program) -> str:
+    return program.lowered.jaxpr.pretty(source_info=True)
+
+
+@stage("boundary", "the call boundary: what is written, what aliases what")
+def _boundary(program: Program) -> str:
+    return program.lowered.meta.describe()
+
+
+@stage("stablehlo", "StableHLO of the functionalized program, as lowered through XLA")
 def _stablehlo(program: Program) -> str:
-    try:
-        check_lowerable(program.jaxpr, "stablehlo")
-    except UnsupportedError as e:
-        return f"(not lowered) {e}"
-    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in program.jaxpr.in_avals]
-    closed = program.jaxpr
-    fn = aotjax.to_jax(aotjax.ClosedJaxpr(closed.jaxpr, closed.consts))  # flat in, list out
-    return jax.jit(fn).lower(*structs).as_text()
+    return program.lowered.as_text()
 
 
 def describe(value: Any) -> str:

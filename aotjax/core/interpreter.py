@@ -20,7 +20,7 @@ from aotjax.core.source_info import where
 class MainTrace:
     """One active transform: its level on the stack, its Trace class and its global data."""
 
-    __slots__ = ("level", "trace_type", "global_data", "trace", "active")
+    __slots__ = ("level", "trace_type", "global_data", "trace", "active", "dynamic_below")
 
     def __init__(self, level: int, trace_type: type, global_data: Any):
         self.level = level
@@ -28,6 +28,7 @@ class MainTrace:
         self.global_data = global_data
         self.trace = trace_type(self)
         self.active = True
+        self.dynamic_below: MainTrace | None = None  # the dynamic trace when this one was pushed
 
     def __repr__(self) -> str:
         return f"MainTrace({self.level}, {self.trace_type.__name__})"
@@ -85,7 +86,7 @@ def new_main(trace_type: type, global_data: Any = None, dynamic: bool = False):
     global _dynamic
     main = MainTrace(len(_stack), trace_type, global_data)
     _stack.append(main)
-    prev_dynamic = _dynamic
+    prev_dynamic = main.dynamic_below = _dynamic
     if dynamic:
         _dynamic = main
     try:
@@ -94,6 +95,20 @@ def new_main(trace_type: type, global_data: Any = None, dynamic: bool = False):
         _dynamic = prev_dynamic
         _stack.pop()
         main.active = False
+
+
+@contextmanager
+def below(main: MainTrace):
+    """Bind under `main`: while active, values without tracers of `main` (and ops with no tracer
+    operands) go to the interpreters below it, even if `main` is the dynamic trace. A dynamic
+    non-staging interpreter (functionalize) binds what it computes inside this context."""
+    global _dynamic
+    prev = _dynamic
+    _dynamic = main.dynamic_below if prev is main else prev
+    try:
+        yield
+    finally:
+        _dynamic = prev
 
 
 def current_level() -> int:

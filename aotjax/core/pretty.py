@@ -76,7 +76,7 @@ def _pp(jaxpr: Jaxpr, names: _Names, indent: int, source_info: bool) -> str:
     ins = " ".join(_binder(v, names) for v in jaxpr.invars)
     head = f"{pad}{{ lambda {consts}{' ' if consts else ''}; {ins}. let"
     body = [_pp_eqn(e, names, indent + 4, source_info) for e in jaxpr.eqns]
-    outs = " ".join(_atom(a, names) for a in jaxpr.outvars)
+    outs = ", ".join(_atom(a, names) for a in jaxpr.outvars)
     tail = f"{pad}  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
     return "\n".join([head, *body, tail])
 

@@ -45,13 +45,20 @@ def apply_chain(apply: Apply, base, chain: Chain):
     return base
 
 
-def write_through(apply: Apply, base, chain: Chain, y):
-    """The new base after the view `chain` of `base` is overwritten with `y`."""
+def chain_values(apply: Apply, base, chain: Chain) -> list:
+    """`[base, step 1 of base, ..., the view]`: every intermediate of reading the view."""
+    vals = [base]
+    for step in chain:
+        vals.append(step.apply(apply, vals[-1]))
+    return vals
+
+
+def write_through(apply: Apply, base, chain: Chain, y, values: list | None = None):
+    """The new base after the view `chain` of `base` is overwritten with `y`. `values` may give the
+    intermediates of reading the view (`chain_values`), so they are not computed again."""
     if not chain:
         return y
-    bases = [base]
-    for step in chain[:-1]:
-        bases.append(step.apply(apply, bases[-1]))
+    bases = values[:-1] if values is not None else chain_values(apply, base, chain[:-1])
     for step, b in zip(reversed(chain), reversed(bases)):
         y = step.prim.view_inverse(apply, b, y, **dict(step.params))
     return y

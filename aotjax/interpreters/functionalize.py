@@ -1,0 +1,152 @@
+"""The functionalize interpreter: views and in-place writes become a pure program.
+
+Every tracer (`FunctionalTensor`) is a view chain over a `FunctionalStorage`, a cell holding the
+current value of its base as a value of the interpreters below (an eager Tensor or a tracer). As in
+eager mode, a view primitive only extends the chain; reading a tensor applies its chain to the base
+(binding the view primitives below, which only read); a data mutation binds the mutation's pure
+`functional` primitive below and stores the new base obtained through the chain's inverses (the
+same `write_through` eager mode uses, with `bind` as the evaluator); a metadata mutation (`t_`)
+re-views the tracer itself. Every other primitive reads its operands and binds below. Nothing below
+ever sees a write, so what it records is a pure program.
+
+The interpreter is *dynamic* (ops with no tensor operand, such as `zeros(3)`, make functional
+tensors too, so writing into them works); it binds everything it computes `below` itself.
+"""
+from __future__ import annotations
+
+from aotjax.core import views
+from aotjax.core.errors import AliasingError, UnsupportedError
+from aotjax.core.interpreter import Trace, Tracer, below
+from aotjax.core.primitive import Kind, abstract_eval
+from aotjax.core.source_info import where
+from aotjax.tensor import Tensor
+
+
+def _bind(prim, *args, **params):
+    return prim.bind(*args, **params)
+
+
+class FunctionalStorage:
+    """The base shared by a functional tensor and its views: `base` is the current value (a value of
+    the interpreters below), `version` counts the writes, `origin` tags the boundary's input groups."""
+
+    __slots__ = ("base", "version", "origin", "immutable")
+
+    def __init__(self, base, origin=None, immutable: str | None = None):
+        self.base = base
+        self.version = 0
+        self.origin = origin
+        self.immutable = immutable  # what the base is, if it is an immutable argument (a jax.Array, ...)
+
+
+class FunctionalTensor(Tracer, Tensor):
+    """A tracer of the functionalize interpreter: a view chain over a FunctionalStorage (kept in the
+    Tensor's `_storage` slot, so the boundary treats eager and functional tensors alike)."""
+
+    __slots__ = ("_trace",)
+
+    def __init__(self, trace: "FunctionalizeTrace", storage: FunctionalStorage, chain, aval,
+                 strides=None, offset: int = 0):
+        self._trace = trace
+        self._storage = storage
+        self._chain = chain
+        self._aval = aval
+        self._strides = strides
+        self._offset = offset
+        self._cache = None
+
+
+def current_value(t: FunctionalTensor):
+    """The value of `t` as a value of the interpreters below: its chain applied to its base."""
+    storage = t._storage
+    if not t._chain:
+        return storage.base
+    cache = t._cache
+    if cache is not None and cache[0] == storage.version:
+        return cache[1]
+    val = views.apply_chain(_bind, storage.base, t._chain)
+    t._cache = (storage.version, val)
+    return val
+
+
+def write(t: FunctionalTensor, new_value, chain_vals: list | None = None) -> None:
+    """Make `new_value` the value of `t`: the base becomes the write through `t`'s chain (whose
+    intermediates `chain_vals` may already be known)."""
+    storage = t._storage
+    storage.base = (views.write_through(_bind, storage.base, t._chain, new_value, chain_vals) if t._chain
+                    else new_value)
+    storage.version += 1
+
+
+class FunctionalizeTrace(Trace):
+    def new_tensor(self, base, origin=None, chain=(), aval=None, strides=None, offset: int = 0):
+        """A functional tensor over a new storage holding `base` (a value of the levels below)."""
+        aval = aval if aval is not None else _aval_of(base)
+        return FunctionalTensor(self, FunctionalStorage(base, origin), chain, aval, strides, offset)
+
+    def pure(self, val):
+        if isinstance(val, Tensor):
+            return self.new_tensor(val, strides=val._strides, offset=val._offset)
+        return val  # NOTE: scalars and arrays pass through, so the trace below still makes them literals
+
+    lift = pure
+
+    def process_primitive(self, prim, tracers, params):
+        with below(self.main):
+            kind = prim.kind
+            if kind is Kind.FUNCTIONAL:
+                outs = prim.bind(*map(_read, tracers), **params)
+                return [self.new_tensor(o) for o in (outs if prim.multiple_results else [outs])]
+            if kind is Kind.VIEW:
+                x = tracers[0]
+                (aval,) = abstract_eval(prim, [_aval_of(t) for t in tracers], params)
+                return [FunctionalTensor(self, x._storage, x._chain + (views.ViewStep.make(prim, params),), aval)]
+            if prim.metadata_view is not None:
+                return [self._metadata_mutation(prim, tracers[0], params)]
+            return self._data_mutation(prim, tracers, params)
+
+    def _metadata_mutation(self, prim, x: FunctionalTensor, params):
+        _check_mutable(prim, x)
+        (aval,) = abstract_eval(prim.metadata_view, [x.aval], params)
+        x._chain = x._chain + (views.ViewStep.make(prim.metadata_view, params),)
+        x._aval = aval
+        x._cache = None
+        return x
+
+    def _data_mutation(self, prim, tracers, params):
+        if prim.functional is None:
+            raise UnsupportedError(f"functionalize: the in-place primitive '{prim.name}' declares no pure "
+                                   f"counterpart (`functional`), so it cannot be functionalized{where()}")
+        abstract_eval(prim, [_aval_of(t) for t in tracers], params)  # shape errors name the in-place op
+        written = [tracers[i] for i in prim.mutates]
+        for t in written:
+            _check_mutable(prim, t)
+        # NOTE: a written view is read once; its intermediates serve the write back through the chain.
+        chain_vals = {id(t): views.chain_values(_bind, t._storage.base, t._chain) for t in written if t._chain}
+        operands = [chain_vals[id(t)][-1] if id(t) in chain_vals else _read(t) for t in tracers]
+        new = prim.functional.bind(*operands, **params)
+        for t, v in zip(written, new if len(written) > 1 else [new], strict=True):
+            if v.dtype != t.dtype:  # NOTE: in-place ops cast their result to the written tensor's dtype
+                from aotjax.ops._frontend import convert  # NOTE: interpreters sit below ops; lazy import
+
+                v = convert(v, t.dtype)
+            write(t, v, chain_vals.get(id(t)))
+        return written
+
+
+def _check_mutable(prim, t: FunctionalTensor) -> None:
+    what = t._storage.immutable
+    if what is not None:
+        raise AliasingError(
+            f"{prim.name}: in-place write into an argument that is {what}, which is immutable{where()}. Pass "
+            f"aotjax.tensor(...) of it to have the write applied to the caller, or write into a copy (`x.clone()`).")
+
+
+def _read(x):
+    return current_value(x) if isinstance(x, FunctionalTensor) else x
+
+
+def _aval_of(x):
+    from aotjax.core.interpreter import get_aval
+
+    return get_aval(x)

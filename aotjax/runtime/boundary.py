@@ -1,0 +1,317 @@
+"""The call boundary: eager semantics restored around a functionalized body.
+
+A transform (functionalize, jit, and the ones built on them) runs the user's function as a pure
+program. This module does what surrounds that program:
+
+- `group_inputs`: the flat arguments grouped by storage. One input of the pure program per group:
+  a lone tensor is its own base; tensors sharing a storage get one *synthetic base* (the whole
+  storage) and each its view chain relative to it; the same object passed twice is one input.
+- `enter`: functional tensors for the inside, one storage per group.
+- `collect`: after the body, what it did: which groups were written (their new bases), which
+  inputs changed view (metadata mutations), and what each output is — an input, a view of an
+  input (its chain), a view of an intermediate base (several outputs may share one), or a constant.
+- `BoundaryMeta`: that record, printable; `apply` replays it on the caller's objects once the
+  body has succeeded: new bases written back (an eager base takes the new buffer, no copy), view
+  changes replayed, aliasing outputs returned as real views (view replay, never strides).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+
+from aotjax.core import views
+from aotjax.core.avals import ShapedArray
+from aotjax.core.interpreter import get_aval
+from aotjax.core.primitive import all_primitives
+from aotjax.interpreters.functionalize import FunctionalStorage, FunctionalTensor
+from aotjax.tensor import Tensor
+
+_SCALARS = (bool, int, float, complex)
+
+
+def _bind(prim, *args, **params):
+    return prim.bind(*args, **params)
+
+
+# -- inputs ----------------------------------------------------------------------------------------
+@dataclass
+class InputGroup:
+    """Flat arguments sharing one storage. `objects` are the distinct objects (by identity), `leaves`
+    the flat argument indices of each, `chains` each object's view chain relative to the group's
+    base: `()` when the group is one object (its own base), the object's own chain when the base is
+    the whole shared storage (`synthetic`)."""
+
+    objects: list[Any]
+    leaves: list[list[int]]
+    chains: list[views.Chain]
+    synthetic: bool = False
+
+    @property
+    def is_tensor(self) -> bool:
+        return isinstance(self.objects[0], Tensor)
+
+    def base(self):
+        """The caller-level value of the group's base."""
+        x = self.objects[0]
+        return _storage_base(x) if self.synthetic else x
+
+    def base_aval(self) -> ShapedArray:
+        x = self.objects[0]
+        if self.synthetic:
+            return get_aval(_storage_base_value(x))
+        if isinstance(x, _SCALARS):
+            from aotjax.transforms.make_jaxpr import input_aval  # NOTE: transforms sit above runtime
+
+            return input_aval(x)[0]
+        return get_aval(x)
+
+
+def _storage_base(x: Tensor) -> Tensor:
+    """A caller-level tensor that is the whole storage of `x` (no view chain)."""
+    if isinstance(x, FunctionalTensor):
+        return FunctionalTensor(x._trace, x._storage, (), get_aval(x._storage.base))
+    t = Tensor._wrap(None)
+    t._storage = x._storage
+    return t
+
+
+def _storage_base_value(x: Tensor):
+    return x._storage.base
+
+
+def group_inputs(leaves: list, scalars: bool = False) -> list[InputGroup]:
+    """Group the flat arguments by storage (see `InputGroup`). Python scalars form groups only when
+    `scalars` (a staged program takes them as 0-d inputs); otherwise they are left out."""
+    groups: list[InputGroup] = []
+    by_key: dict = {}
+    for i, x in enumerate(leaves):
+        if isinstance(x, _SCALARS) and not scalars:
+            continue
+        storage = x._storage if isinstance(x, Tensor) else None
+        key = id(storage) if storage is not None else id(x)
+        g = by_key.get(key)
+        if g is None:
+            g = by_key[key] = InputGroup([x], [[i]], [()])
+            groups.append(g)
+            continue
+        for k, o in enumerate(g.objects):
+            if o is x:
+                g.leaves[k].append(i)
+                break
+        else:
+            g.objects.append(x)
+            g.leaves.append([i])
+            g.synthetic = True
+    for g in groups:
+        if g.synthetic:
+            g.chains = [o._chain for o in g.objects]
+    return groups
+
+
+def enter(trace, groups: list[InputGroup], base_values: list, leaves: list) -> list:
+    """The inside's flat arguments: functional tensors of `trace`, one storage per group holding
+    `base_values[g]` (a value of the levels below), each object viewed through its chain."""
+    inner = list(leaves)
+    for gi, (g, base) in enumerate(zip(groups, base_values, strict=True)):
+        storage = FunctionalStorage(base, origin=gi, immutable=None if g.is_tensor else _kind(g.objects[0]))
+        for obj, chain, idxs in zip(g.objects, g.chains, g.leaves, strict=True):
+            strides, offset = (obj._strides, obj._offset) if isinstance(obj, Tensor) else (None, 0)
+            aval = get_aval(base) if not g.synthetic else get_aval(obj)
+            t = FunctionalTensor(trace, storage, chain, aval, strides, offset)
+            for i in idxs:
+                inner[i] = t
+    return inner
+
+
+# -- what the body did -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OutSpec:
+    """What an output leaf is: `input` (the object itself: group, object), `alias` (a view of an
+    input group's base through `chain`), `base` (a view of intermediate base number `index` through
+    `chain`; `()` is the base itself, a new value), or `const` (returned as it is)."""
+
+    kind: str
+    index: int = 0
+    obj: int = 0
+    chain: views.Chain = ()
+    value: Any = None
+    layout: tuple = (None, 0)  # the PyTorch strides and offset the output had inside (metadata)
+
+
+@dataclass
+class BoundaryMeta:
+    """How a pure program's results become the effects and outputs of the user's call.
+
+    `mutated`: input groups whose data the body wrote (their new bases are program outputs);
+    `metadata`: (group, object, view steps) for inputs whose view changed (`t_`, `unsqueeze_`, ...);
+    `outputs`: an `OutSpec` per output leaf; `n_bases`: intermediate bases the program returns;
+    `layout`: the pure program's outputs in order, each `('base', k)` or `('mutated', g)`."""
+
+    groups: list[InputGroup]
+    mutated: list[int]
+    metadata: list[tuple[int, int, views.Chain]]
+    outputs: list[OutSpec]
+    out_tree: Any
+    n_bases: int
+    layout: list[tuple[str, int]] = field(default_factory=list)
+    input_names: list[str] = field(default_factory=list)
+    output_names: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        """A readable account of the boundary: inputs, input mutations, output aliasing."""
+        name = self._leaf_name
+        lines = ["inputs:"]
+        for gi, g in enumerate(self.groups):
+            objs = [" = ".join(name(i) for i in idxs) for idxs in g.leaves]
+            if g.synthetic:
+                parts = ", ".join(f"{o} as {views.chain_str(c)}" for o, c in zip(objs, g.chains, strict=True))
+                lines.append(f"  [{gi}] synthetic base {g.base_aval().str_short()} shared by {parts}")
+            else:
+                lines.append(f"  [{gi}] {objs[0]}: {g.base_aval().str_short()}")
+        lines.append("input mutations:" if self.mutated or self.metadata else "input mutations: none")
+        for gi in self.mutated:
+            lines.append(f"  data: [{gi}] {self._group_name(gi)} is written (the program returns its new base, "
+                         f"which replaces the caller's)")
+        for gi, oi, steps in self.metadata:
+            lines.append(f"  view: {' = '.join(name(i) for i in self.groups[gi].leaves[oi])} becomes "
+                         f"itself -> {views.chain_str(steps)}")
+        lines.append("outputs:")
+        for k, spec in enumerate(self.outputs):
+            out = self.output_names[k] if k < len(self.output_names) else f"out[{k}]"
+            lines.append(f"  {out}: {self._spec_str(spec)}")
+        return "\n".join(lines)
+
+    __str__ = describe
+
+    def _leaf_name(self, i: int) -> str:
+        return self.input_names[i] if i < len(self.input_names) else f"arg[{i}]"
+
+    def _group_name(self, gi: int) -> str:
+        g = self.groups[gi]
+        return " / ".join(self._leaf_name(idxs[0]) for idxs in g.leaves)
+
+    def _spec_str(self, spec: OutSpec) -> str:
+        if spec.kind == "input":
+            return f"is the input {self._leaf_name(self.groups[spec.index].leaves[spec.obj][0])}"
+        if spec.kind == "alias":
+            return f"a view of input [{spec.index}] {self._group_name(spec.index)}: {views.chain_str(spec.chain)}"
+        if spec.kind == "base":
+            shared = sum(1 for s in self.outputs if s.kind == "base" and s.index == spec.index)
+            if not spec.chain and shared == 1:
+                return "a new value"
+            return f"a view of intermediate base #{spec.index}: {views.chain_str(spec.chain)}"
+        return f"a constant ({type(spec.value).__name__})"
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.describe())
+
+
+@dataclass
+class BodyResult:
+    """`collect`'s result: the record plus the values (of the levels below) it refers to."""
+
+    meta: BoundaryMeta
+    new_bases: list  # aligned with meta.mutated
+    bases: list  # intermediate bases, aligned with OutSpec.index of kind 'base'
+
+
+def collect(trace, groups: list[InputGroup], inner: list, out_leaves: list, out_tree) -> BodyResult:
+    """Read off what the body did to its functional inputs and what its outputs are."""
+    objects: dict[int, tuple[int, int]] = {}
+    storages: list[FunctionalStorage | None] = [None] * len(groups)
+    for gi, g in enumerate(groups):
+        for oi, idxs in enumerate(g.leaves):
+            t = inner[idxs[0]]
+            if isinstance(t, FunctionalTensor):
+                objects[id(t)] = (gi, oi)
+                storages[gi] = t._storage
+    mutated = [gi for gi, s in enumerate(storages) if s is not None and s.version > 0]
+    metadata = []
+    for gi, g in enumerate(groups):
+        for oi, idxs in enumerate(g.leaves):
+            t = inner[idxs[0]]
+            if isinstance(t, FunctionalTensor) and len(t._chain) > len(g.chains[oi]):
+                metadata.append((gi, oi, t._chain[len(g.chains[oi]):]))
+    bases, base_index, outputs = [], {}, []
+    for o in out_leaves:
+        if not (isinstance(o, FunctionalTensor) and o._trace is trace):
+            outputs.append(OutSpec("const", value=o))
+        elif id(o) in objects:
+            gi, oi = objects[id(o)]
+            outputs.append(OutSpec("input", gi, oi))
+        elif o._storage.origin is not None and storages[o._storage.origin] is o._storage:
+            outputs.append(OutSpec("alias", o._storage.origin, chain=o._chain, layout=(o._strides, o._offset)))
+        else:
+            k = base_index.get(id(o._storage))
+            if k is None:
+                k = base_index[id(o._storage)] = len(bases)
+                bases.append(o._storage.base)
+            outputs.append(OutSpec("base", k, chain=o._chain, layout=(o._strides, o._offset)))
+    meta = BoundaryMeta(groups, mutated, metadata, outputs, out_tree, len(bases))
+    return BodyResult(meta, [storages[gi].base for gi in mutated], bases)
+
+
+def _kind(x) -> str:
+    if isinstance(x, jax.Array):
+        return "a jax.Array"
+    if isinstance(x, _SCALARS):
+        return f"a Python {type(x).__name__}"
+    return f"a {type(x).__module__.split('.')[0]}.{type(x).__name__}"
+
+
+# -- replay on the caller --------------------------------------------------------------------------
+_METADATA_MUTATION: dict = {}
+
+
+def _metadata_mutation_of(view_prim):
+    if not _METADATA_MUTATION:
+        _METADATA_MUTATION.update({p.metadata_view: p for p in all_primitives() if p.is_metadata_mutation})
+    return _METADATA_MUTATION[view_prim]
+
+
+def write_back(target, new_base) -> None:
+    """Make `new_base` the value of the caller's `target`. An eager base tensor takes the new buffer
+    (no copy: with donation the executable wrote it in place); anything else gets a `copy_`."""
+    if type(target) is Tensor and not isinstance(new_base, Tensor):
+        if not target._chain:
+            storage = target._storage
+            storage.base, storage.owned = new_base, True
+            storage.version += 1
+            return
+        from aotjax.interpreters.eval import write  # NOTE: eager write through the caller's view chain
+
+        write(target, new_base)
+        return
+    from aotjax.ops.indexing import copy__p  # NOTE: runtime sits above ops; lazy keeps import order simple
+
+    copy__p.bind(target, new_base)
+
+
+def apply(meta: BoundaryMeta, new_bases: list, bases: list, wrap=None) -> Any:
+    """Replay the body's effects on the caller's objects and build the outputs (a pytree). Values in
+    `new_bases`/`bases` are caller-level values, or raw arrays to be wrapped by `wrap`."""
+    groups = meta.groups
+    for gi, value in zip(meta.mutated, new_bases, strict=True):
+        write_back(groups[gi].base(), value)
+    base_objs = [wrap(b) for b in bases] if wrap is not None else bases
+    outs = []
+    for spec in meta.outputs:
+        kind = spec.kind
+        if kind == "input":
+            outs.append(groups[spec.index].objects[spec.obj])
+        elif kind == "const":
+            outs.append(spec.value)
+        else:
+            base = base_objs[spec.index] if kind == "base" else groups[spec.index].base()
+            out = views.apply_chain(_bind, base, spec.chain)
+            if out is not base or not spec.chain:
+                out._strides, out._offset = spec.layout
+            outs.append(out)
+    # NOTE: after the outputs: an output chain is relative to the input's view at entry.
+    for gi, oi, steps in meta.metadata:
+        obj = groups[gi].objects[oi]
+        for step in steps:
+            _metadata_mutation_of(step.prim).bind(obj, **dict(step.params))
+    return jax.tree_util.tree_unflatten(meta.out_tree, outs)

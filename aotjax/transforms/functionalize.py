@@ -1,0 +1,144 @@
+"""`functionalize`: run a function with views and in-place ops as a pure program, with the same
+effects on its arguments; and `stage_functionalized`, the same traced into a pure jaxpr plus the
+boundary record that replays the effects (what `jit`, `grad` and `aot` build on)."""
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import jax
+
+from aotjax.core.interpreter import full_raise, new_main
+from aotjax.core.ir import ClosedJaxpr
+from aotjax.interpreters.functionalize import FunctionalizeTrace
+from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
+from aotjax.runtime import boundary
+from aotjax.runtime.boundary import BoundaryMeta, InputGroup
+from aotjax.transforms.make_jaxpr import log_pass, split_static
+
+
+def _normalize_argnums(argnums) -> tuple[int, ...]:
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
+def functionalize(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
+    """`fun`, run as a pure program: the same outputs, the same mutations of its arguments and the
+    same aliasing of outputs with inputs, but nothing below it sees a write.
+
+    Under `make_jaxpr`, the body is pure (a write through a view becomes a scatter into the base
+    through the view's inverse); the effects on the arguments follow it, as one `copy_` per written
+    argument and the view changes of arguments (`t_`), the form `torch.func.functionalize` gives.
+    `jit(fun).lower(*args).jaxpr` is the fully pure program, the write-backs as explicit outputs.
+
+    >>> def f(x):
+    ...     x[1:].mul_(2)
+    ...     return x.sum()
+    >>> x = aotjax.ones(3)
+    >>> aotjax.functionalize(f)(x), x
+    (tensor(5.), tensor([1., 2., 2.]))
+    >>> print(aotjax.make_jaxpr(aotjax.functionalize(f))(aotjax.ones(3)))
+    { lambda ; a:f32[3]. let
+        b:f32[2] = slice[dim=0 start=1 stop=3 step=1] a
+        c:f32[2] = mul b 2.0
+        d:f32[3] = slice_scatter[dim=0 start=1 stop=3 step=1] a c
+        e:f32[] = reduce_sum[axes=(0,) keepdims=False] d
+        f:f32[3] = copy_ a d
+      in (e,) }
+    """
+    static_argnums = _normalize_argnums(static_argnums)
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        dyn, merge = split_static(args, static_argnums)
+        leaves, in_tree = jax.tree_util.tree_flatten((dyn, kwargs))
+        groups = boundary.group_inputs(leaves)
+        with new_main(FunctionalizeTrace, dynamic=True) as main:
+            inner = boundary.enter(main.trace, groups, [g.base() for g in groups], leaves)
+            inner_args, inner_kwargs = jax.tree_util.tree_unflatten(in_tree, inner)
+            out = fun(*merge(inner_args), **inner_kwargs)
+            out_leaves, out_tree = jax.tree_util.tree_flatten(out)
+            body = boundary.collect(main.trace, groups, inner, out_leaves, out_tree)
+        return boundary.apply(body.meta, body.new_bases, body.bases)
+
+    return wrapped
+
+
+@dataclass
+class Staged:
+    """A function traced through functionalize: the pure program (flat: one input per input group,
+    outputs in `meta.layout` order) and the boundary record."""
+
+    jaxpr: ClosedJaxpr
+    meta: BoundaryMeta
+    groups: list[InputGroup]
+    leaves: list
+
+
+def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_argnums: Sequence[int] = (),
+                         what: str = "jit") -> Staged:
+    """Trace `fun(*args, **kwargs)` through functionalize into a pure ClosedJaxpr (inputs: the input
+    groups' bases; outputs: new values, then the new bases of written inputs, then the intermediate
+    bases that outputs view) and the BoundaryMeta that maps its results back onto the call."""
+    dyn, merge = split_static(args, static_argnums)
+    path_leaves, in_tree = jax.tree_util.tree_flatten_with_path((dyn, kwargs))
+    leaves = [x for _, x in path_leaves]
+    groups = boundary.group_inputs(leaves, scalars=True)
+    with new_main(JaxprTrace, JaxprBuilder(), dynamic=True) as jmain:
+        jtrace = jmain.trace
+        base_tracers = [jtrace.builder.new_arg(jtrace, g.base_aval()) for g in groups]
+        with new_main(FunctionalizeTrace, dynamic=True) as fmain:
+            inner = boundary.enter(fmain.trace, groups, base_tracers, leaves)
+            inner_args, inner_kwargs = jax.tree_util.tree_unflatten(in_tree, inner)
+            out = fun(*merge(inner_args), **inner_kwargs)
+            out_paths, out_tree = jax.tree_util.tree_flatten_with_path(out)
+            body = boundary.collect(fmain.trace, groups, inner, [o for _, o in out_paths], out_tree)
+        meta = body.meta
+        meta.layout = _output_layout(meta)
+        values = [body.bases[k] if kind == "base" else body.new_bases[meta.mutated.index(k)]
+                  for kind, k in meta.layout]
+        out_tracers = [full_raise(jtrace, v) for v in values]
+        closed = jtrace.builder.build([t._var for t in base_tracers], out_tracers)
+    meta.input_names = _input_names(fun, path_leaves, len(args), static_argnums)
+    meta.output_names = ["out" + jax.tree_util.keystr(p) for p, _ in out_paths]
+    closed.meta["name"] = getattr(fun, "__name__", "fn")
+    closed.meta["boundary"] = meta
+    log_pass(f"{what}: functionalize", closed)
+    return Staged(closed, meta, groups, leaves)
+
+
+def _output_layout(meta: BoundaryMeta) -> list[tuple[str, int]]:
+    """New values first (in output order), then written inputs' new bases, then the other bases."""
+    fresh = []
+    for spec in meta.outputs:
+        if spec.kind == "base" and not spec.chain and spec.index not in fresh:
+            fresh.append(spec.index)
+    rest = [k for k in range(meta.n_bases) if k not in fresh]
+    return [("base", k) for k in fresh] + [("mutated", g) for g in meta.mutated] + [("base", k) for k in rest]
+
+
+def _input_names(fun: Callable, path_leaves, n_args: int, static_argnums) -> list[str]:
+    """`x`, `params['w']`, ... for each flat argument: the parameter name and the pytree path."""
+    try:
+        params = [p.name for p in inspect.signature(fun).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    static = {i % n_args for i in static_argnums} if n_args else set()
+    dynamic_positions = [i for i in range(n_args) if i not in static]
+    names = []
+    for path, _ in path_leaves:
+        if path[0].idx == 0:  # positional
+            pos = dynamic_positions[path[1].idx]
+            head = params[pos] if pos < len(params) else f"args[{pos}]"
+            names.append(head + jax.tree_util.keystr(path[2:]))
+        else:
+            names.append(str(path[1].key) + jax.tree_util.keystr(path[2:]))
+    return names
+
+
+def leaf_is_traced(x: Any) -> bool:
+    from aotjax.core.interpreter import Tracer
+
+    return isinstance(x, Tracer)

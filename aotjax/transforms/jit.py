@@ -1,0 +1,230 @@
+"""`jit`: functionalize, trace, lower and compile through XLA; every call restores eager semantics.
+
+Stages, as in JAX: `jit(f).lower(*args)` is a `Lowered` (the functionalized jaxpr, the boundary
+record, StableHLO), and `.compile()` a `Compiled`. Calls look up a compiled program by the
+guards of `aotjax.runtime.guards` (shapes, dtypes, pytree structure, static arguments, aliasing
+pattern) and trace again on a miss. Written inputs are donated: the program returns each written
+input's new base in the buffer of the old one, and the caller's storage takes it (no copy).
+"""
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any, Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from aotjax.core.interpreter import Tracer
+from aotjax.interpreters.eval import read
+from aotjax.lowering.to_jax import _const_value, eval_jaxpr_jax
+from aotjax.runtime import boundary, guards
+from aotjax.tensor import Tensor
+from aotjax.transforms.functionalize import Staged, _normalize_argnums, functionalize, stage_functionalized
+from aotjax.transforms.make_jaxpr import split_static
+
+logger = logging.getLogger("aotjax")
+
+
+class _Entry:
+    """One compiled program of a jitted function: the staged program, the jax-jitted flat function
+    (jax compiles it on first call) and which flat inputs it donates."""
+
+    __slots__ = ("staged", "fn", "donated")
+
+    def __init__(self, staged: Staged, donate: bool):
+        self.staged = staged
+        closed = staged.jaxpr
+        jaxpr, consts = closed.jaxpr, [_const_value(c) for c in closed.consts]
+
+        def flat_fn(*flat):
+            return eval_jaxpr_jax(jaxpr, consts, flat)
+
+        flat_fn.__name__ = closed.meta.get("name", "aotjax_program")  # the StableHLO module's name
+        self.donated = tuple(staged.meta.mutated) if donate else ()
+        self.fn = jax.jit(flat_fn, donate_argnums=self.donated)
+
+
+def _input_values(groups, donated: tuple[int, ...]) -> list:
+    """The flat inputs of the pure program: each group's base as a jax value. A donated input that
+    aotjax does not own alone (the user's own array) is copied first, so the user's array survives."""
+    vals = []
+    for gi, g in enumerate(groups):
+        x = g.objects[0]
+        if isinstance(x, Tensor):
+            v = x._storage.base if g.synthetic else read(x)
+            if gi in donated and (not x._storage.owned or (x._chain and not g.synthetic)):
+                v = jnp.copy(v)  # NOTE: a view's value or a user-owned buffer must not be deleted
+        elif isinstance(x, (bool, int, float, complex)):
+            v = np.asarray(x, dtype=g.base_aval().dtype)
+        else:
+            v = jnp.copy(x) if gi in donated else x
+        vals.append(v)
+    return vals
+
+
+def _wrap(array) -> Tensor:
+    return Tensor._wrap(array)
+
+
+def _run(entry: _Entry, groups, fn) -> Any:
+    meta = entry.staged.meta
+    outs = fn(*_input_values(groups, entry.donated))
+    bases: list = [None] * meta.n_bases
+    new_bases: list = [None] * len(meta.mutated)
+    for (kind, k), v in zip(meta.layout, outs, strict=True):
+        if kind == "base":
+            bases[k] = v
+        else:
+            new_bases[meta.mutated.index(k)] = v
+    # NOTE: the groups of *this* call stand in for the traced ones: same pattern, the caller's objects.
+    return boundary.apply(_with_groups(meta, groups), new_bases, bases, wrap=_wrap)
+
+
+def _with_groups(meta, groups):
+    if meta.groups is groups:
+        return meta
+    return boundary.BoundaryMeta(groups, meta.mutated, meta.metadata, meta.outputs, meta.out_tree, meta.n_bases,
+                                 meta.layout, meta.input_names, meta.output_names)
+
+
+class Jitted:
+    """A function compiled through XLA on first call for each new input signature. See `jit`."""
+
+    def __init__(self, fun: Callable, static_argnums: Sequence[int], donate: bool):
+        self.fun = fun
+        self.static_argnums = static_argnums
+        self.donate = donate
+        self._cache: dict = {}
+        self.trace_count = 0
+        functools.update_wrapper(self, fun)
+
+    def _split(self, args, kwargs):
+        dyn, _ = split_static(args, self.static_argnums)
+        leaves, in_tree = jax.tree_util.tree_flatten((dyn, kwargs))
+        statics = tuple(args[i % len(args)] for i in self.static_argnums) if args else ()
+        return leaves, in_tree, statics
+
+    def __call__(self, *args, **kwargs):
+        leaves, in_tree, statics = self._split(args, kwargs)
+        if any(isinstance(x, Tracer) for x in leaves):
+            # NOTE: under another transform the body is inlined into it, functionalized.
+            return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
+        groups = boundary.group_inputs(leaves, scalars=True)
+        key = (in_tree, guards.hashable_statics(statics), guards.signature(groups))
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._cache[key] = self._stage(args, kwargs)
+        return _run(entry, groups, entry.fn)
+
+    def _stage(self, args, kwargs) -> _Entry:
+        self.trace_count += 1
+        staged = stage_functionalized(self.fun, args, kwargs, self.static_argnums, "jit")
+        logger.debug("jit: traced %s (%d programs cached)", getattr(self.fun, "__name__", "fn"), len(self._cache))
+        return _Entry(staged, self.donate)
+
+    def lower(self, *args, **kwargs) -> "Lowered":
+        """Trace and lower for these arguments (nothing runs): the functionalized jaxpr, the boundary
+        record and the StableHLO text."""
+        entry = self._stage(args, kwargs)
+        structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in entry.staged.jaxpr.in_avals]
+        return Lowered(self, entry, entry.fn.lower(*structs), args, kwargs)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+
+class Lowered:
+    """A jitted function lowered for one input signature.
+
+    `jaxpr`: the functionalized, pure ClosedJaxpr (inputs: one base per input group; outputs in
+    `meta.layout` order); `meta`: the `BoundaryMeta` (what is written, what aliases what);
+    `as_written`: the jaxpr of the function as written; `as_text()`: StableHLO; `compile()`."""
+
+    def __init__(self, jitted: Jitted, entry: _Entry, lowered, args, kwargs):
+        self._jitted, self._entry, self._lowered = jitted, entry, lowered
+        self._args, self._kwargs = args, kwargs
+
+    @property
+    def jaxpr(self):
+        return self._entry.staged.jaxpr
+
+    @property
+    def meta(self) -> boundary.BoundaryMeta:
+        return self._entry.staged.meta
+
+    @property
+    def as_written(self):
+        from aotjax.transforms.make_jaxpr import make_jaxpr
+
+        return make_jaxpr(self._jitted.fun, self._jitted.static_argnums)(*self._args, **self._kwargs)
+
+    def as_text(self) -> str:
+        return self._lowered.as_text()
+
+    def eval(self, *args, **kwargs):
+        """Call with the functionalized jaxpr run by the reference interpreter (`eval_jaxpr`, one eager
+        op at a time) instead of XLA, boundary included: a check that compilation changed nothing."""
+        from aotjax.core.eval_jaxpr import eval_jaxpr
+
+        closed = self.jaxpr
+
+        def interpret(*vals):
+            return [read(o) for o in eval_jaxpr(closed, *map(_wrap, vals))]
+
+        leaves, _, _ = self._jitted._split(args, kwargs)
+        return _run(self._entry, boundary.group_inputs(leaves, scalars=True), interpret)
+
+    def compile(self) -> "Compiled":
+        return Compiled(self._jitted, self._entry, self._lowered.compile())
+
+    def __str__(self) -> str:
+        return f"{self.jaxpr.pretty(source_info=True)}\n{self.meta.describe()}"
+
+
+class Compiled:
+    """A jitted function compiled for one input signature: call it with arguments of that signature
+    (same shapes, dtypes, structure and aliasing pattern). `cost_analysis()` and `memory_analysis()`
+    are XLA's."""
+
+    def __init__(self, jitted: Jitted, entry: _Entry, executable):
+        self._jitted, self._entry, self._executable = jitted, entry, executable
+
+    def __call__(self, *args, **kwargs):
+        staged = self._entry.staged
+        leaves, _, _ = self._jitted._split(args, kwargs)
+        groups = boundary.group_inputs(leaves, scalars=True)
+        if guards.signature(groups) != guards.signature(staged.groups):
+            raise TypeError("Compiled: these arguments do not match the signature it was compiled for (shapes, "
+                            "dtypes or aliasing pattern); call the jitted function instead, which compiles again")
+        return _run(self._entry, groups, self._executable)
+
+    def as_text(self) -> str:
+        return self._executable.as_text()
+
+    def cost_analysis(self):
+        return self._executable.cost_analysis()
+
+    def memory_analysis(self):
+        return self._executable.memory_analysis()
+
+
+def jit(fun: Callable, static_argnums: int | Sequence[int] = (), donate: bool = True) -> Jitted:
+    """Compile `fun` through XLA, keeping eager semantics at the call.
+
+    `fun` is functionalized and traced for the shapes, dtypes, pytree structure, static arguments
+    and aliasing pattern of its arguments, then compiled; later calls with the same signature reuse
+    the program. Arguments written in place are updated after the call (with `donate`, in place:
+    the program writes the new value into the old buffer); outputs that alias inputs are views of
+    the caller's tensors. Under another transform (`grad`, `make_jaxpr`, ...) the body is inlined.
+
+    >>> @aotjax.jit
+    ... def step(w, g):
+    ...     w.sub_(0.5 * g)
+    ...     return (w * w).sum()
+    >>> w = aotjax.ones(3)
+    >>> step(w, aotjax.ones(3)), w
+    (tensor(0.75), tensor([0.5, 0.5, 0.5]))
+    """
+    return Jitted(fun, _normalize_argnums(static_argnums), donate)
