@@ -198,6 +198,15 @@ class Tensor:
         """The value as (nested) Python lists."""
         return self.numpy().tolist()
 
+    def block_until_ready(self) -> "Tensor":
+        """Wait until the value is computed (dispatch is asynchronous, as in JAX); returns `self`.
+
+        >>> (aotjax.ones(2) * 2).block_until_ready()
+        tensor([2., 2.])
+        """
+        _read(self).block_until_ready()
+        return self
+
     def __array__(self, dtype=None, copy=None):
         a = np.asarray(_read(self))
         return a.astype(dtype) if dtype is not None else a
@@ -333,7 +342,7 @@ def _tracer_conversion(what: str):
 
 
 for _name in ("__bool__", "__int__", "__float__", "__index__", "item", "tolist", "numpy", "__array__",
-              "__jax_array__"):
+              "__jax_array__", "block_until_ready"):
     setattr(Tracer, _name, _tracer_conversion(_name))
 Tracer.__repr__ = lambda self: f"Traced<{self.aval.str_short()}>(by {type(self._trace).__name__})"  # type: ignore
 

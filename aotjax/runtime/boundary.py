@@ -52,11 +52,6 @@ class InputGroup:
     def is_tensor(self) -> bool:
         return isinstance(self.objects[0], Tensor)
 
-    def base(self):
-        """The caller-level value of the group's base."""
-        x = self.objects[0]
-        return _storage_base(x) if self.synthetic else x
-
     def base_aval(self) -> ShapedArray:
         x = self.objects[0]
         if self.synthetic:
@@ -289,29 +284,36 @@ def write_back(target, new_base) -> None:
     copy__p.bind(target, new_base)
 
 
-def apply(meta: BoundaryMeta, new_bases: list, bases: list, wrap=None) -> Any:
-    """Replay the body's effects on the caller's objects and build the outputs (a pytree). Values in
-    `new_bases`/`bases` are caller-level values, or raw arrays to be wrapped by `wrap`."""
+def group_base(g: InputGroup, leaves: list):
+    """The caller-level base of group `g` in a call whose flat arguments are `leaves`."""
+    x = leaves[g.leaves[0][0]]
+    return _storage_base(x) if g.synthetic else x
+
+
+def apply(meta: BoundaryMeta, leaves: list, new_bases: list, bases: list, wrap=None) -> Any:
+    """Replay the body's effects on the caller's arguments `leaves` (any call matching the traced
+    pattern) and build the outputs (a pytree). Values in `new_bases`/`bases` are caller-level values,
+    or raw arrays to be wrapped by `wrap`."""
     groups = meta.groups
     for gi, value in zip(meta.mutated, new_bases, strict=True):
-        write_back(groups[gi].base(), value)
+        write_back(group_base(groups[gi], leaves), value)
     base_objs = [wrap(b) for b in bases] if wrap is not None else bases
     outs = []
     for spec in meta.outputs:
         kind = spec.kind
         if kind == "input":
-            outs.append(groups[spec.index].objects[spec.obj])
+            outs.append(leaves[groups[spec.index].leaves[spec.obj][0]])
         elif kind == "const":
             outs.append(spec.value)
         else:
-            base = base_objs[spec.index] if kind == "base" else groups[spec.index].base()
-            out = views.apply_chain(_bind, base, spec.chain)
-            if out is not base or not spec.chain:
+            base = base_objs[spec.index] if kind == "base" else group_base(groups[spec.index], leaves)
+            out = views.apply_chain(_bind, base, spec.chain) if spec.chain else base
+            if out is not base or kind == "base":  # NOTE: never re-stride the caller's own tensor
                 out._strides, out._offset = spec.layout
             outs.append(out)
     # NOTE: after the outputs: an output chain is relative to the input's view at entry.
     for gi, oi, steps in meta.metadata:
-        obj = groups[gi].objects[oi]
+        obj = leaves[groups[gi].leaves[oi][0]]
         for step in steps:
             _metadata_mutation_of(step.prim).bind(obj, **dict(step.params))
     return jax.tree_util.tree_unflatten(meta.out_tree, outs)

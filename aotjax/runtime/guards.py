@@ -7,32 +7,38 @@ no key traces again, so a program compiled for one pattern never runs for anothe
 """
 from __future__ import annotations
 
-from typing import Any
-
-from aotjax.runtime.boundary import InputGroup
+from aotjax.core.interpreter import Tracer
 from aotjax.tensor import Tensor
 
 _SCALARS = (bool, int, float, complex)
 
 
-def _object_signature(x: Any) -> Any:
-    if isinstance(x, Tensor):
-        return (x.aval, x._strides, x._offset)
-    if isinstance(x, _SCALARS):
-        return type(x)
-    return (type(x).__name__, tuple(x.shape), str(x.dtype))
-
-
-def signature(groups: list[InputGroup]) -> tuple:
-    """The aliasing pattern and abstract values of the grouped arguments, hashable."""
+def call_key(leaves: list) -> tuple | None:
+    """The signature of a call's flat arguments in one pass (this runs on every call): per leaf its
+    shape, dtype and PyTorch layout, the first leaf sharing its storage and the first that is the
+    same object; the view chains too when distinct tensors share a storage (a synthetic base).
+    None if a leaf is a tracer (the call is under another transform)."""
+    storages: dict = {}
+    objects: dict = {}
     sig = []
-    for g in groups:
-        objs = tuple(_object_signature(o) for o in g.objects)
-        leaves = tuple(tuple(idxs) for idxs in g.leaves)
-        if g.synthetic:
-            sig.append((leaves, objs, tuple(g.chains), g.base_aval()))
+    shared = False
+    for i, x in enumerate(leaves):
+        if type(x) is Tensor or (isinstance(x, Tensor) and not isinstance(x, Tracer)):
+            aval = x._aval
+            if aval is None:  # NOTE: a base: its array has the shape, no aval is built
+                aval = x._storage.base if not x._chain else x.aval
+            same = objects.setdefault(id(x), i)
+            first = storages.setdefault(id(x._storage), i)
+            shared = shared or (first != i and same == i)
+            sig.append((aval.shape, aval.dtype, x._strides, x._offset, first, same))
+        elif isinstance(x, Tracer):
+            return None
+        elif isinstance(x, _SCALARS):
+            sig.append(type(x))
         else:
-            sig.append((leaves, objs))
+            sig.append((x.shape, x.dtype, objects.setdefault(id(x), i)))
+    if shared:
+        sig.append(tuple(x._chain if isinstance(x, Tensor) else None for x in leaves))
     return tuple(sig)
 
 

@@ -55,12 +55,12 @@ def functionalize(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Ca
         leaves, in_tree = jax.tree_util.tree_flatten((dyn, kwargs))
         groups = boundary.group_inputs(leaves)
         with new_main(FunctionalizeTrace, dynamic=True) as main:
-            inner = boundary.enter(main.trace, groups, [g.base() for g in groups], leaves)
+            inner = boundary.enter(main.trace, groups, [boundary.group_base(g, leaves) for g in groups], leaves)
             inner_args, inner_kwargs = jax.tree_util.tree_unflatten(in_tree, inner)
             out = fun(*merge(inner_args), **inner_kwargs)
             out_leaves, out_tree = jax.tree_util.tree_flatten(out)
             body = boundary.collect(main.trace, groups, inner, out_leaves, out_tree)
-        return boundary.apply(body.meta, body.new_bases, body.bases)
+        return boundary.apply(body.meta, leaves, body.new_bases, body.bases)
 
     return wrapped
 

@@ -16,7 +16,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from aotjax.core.interpreter import Tracer
 from aotjax.interpreters.eval import read
 from aotjax.lowering.to_jax import _const_value, eval_jaxpr_jax
 from aotjax.runtime import boundary, guards
@@ -29,64 +28,68 @@ logger = logging.getLogger("aotjax")
 
 class _Entry:
     """One compiled program of a jitted function: the staged program, the jax-jitted flat function
-    (jax compiles it on first call) and which flat inputs it donates."""
+    (jax compiles it on first call), which flat inputs it donates, and where each output goes."""
 
-    __slots__ = ("staged", "fn", "donated")
+    __slots__ = ("staged", "fn", "donated", "readers", "base_pos", "mutated_pos")
 
     def __init__(self, staged: Staged, donate: bool):
         self.staged = staged
-        closed = staged.jaxpr
+        closed, meta = staged.jaxpr, staged.meta
         jaxpr, consts = closed.jaxpr, [_const_value(c) for c in closed.consts]
 
         def flat_fn(*flat):
             return eval_jaxpr_jax(jaxpr, consts, flat)
 
         flat_fn.__name__ = closed.meta.get("name", "aotjax_program")  # the StableHLO module's name
-        self.donated = tuple(staged.meta.mutated) if donate else ()
+        self.donated = tuple(meta.mutated) if donate else ()
         self.fn = jax.jit(flat_fn, donate_argnums=self.donated)
+        self.readers = [_reader(g, gi in self.donated) for gi, g in enumerate(meta.groups)]
+        positions = {entry: i for i, entry in enumerate(meta.layout)}
+        self.base_pos = [positions[("base", k)] for k in range(meta.n_bases)]
+        self.mutated_pos = [positions[("mutated", g)] for g in meta.mutated]
+
+    def run(self, leaves: list, fn) -> Any:
+        """Call `fn` (the jitted function or an executable) on this call's arguments; replay."""
+        outs = fn(*[read_input(leaves[i]) for i, read_input in self.readers])
+        return boundary.apply(self.staged.meta, leaves, [outs[i] for i in self.mutated_pos],
+                              [outs[i] for i in self.base_pos], wrap=_wrap)
 
 
-def _input_values(groups, donated: tuple[int, ...]) -> list:
-    """The flat inputs of the pure program: each group's base as a jax value. A donated input that
-    aotjax does not own alone (the user's own array) is copied first, so the user's array survives."""
-    vals = []
-    for gi, g in enumerate(groups):
-        x = g.objects[0]
-        if isinstance(x, Tensor):
-            v = x._storage.base if g.synthetic else read(x)
-            if gi in donated and (not x._storage.owned or (x._chain and not g.synthetic)):
-                v = jnp.copy(v)  # NOTE: a view's value or a user-owned buffer must not be deleted
-        elif isinstance(x, (bool, int, float, complex)):
-            v = np.asarray(x, dtype=g.base_aval().dtype)
+def _reader(g, donated: bool):
+    """`(leaf index, read)`: how the program's input for group `g` is read from a call's arguments.
+    A donated input that aotjax does not own alone (the user's own array, a view's value) is copied
+    first, so that only aotjax's own buffers are ever deleted."""
+    x = g.objects[0]
+    if isinstance(x, Tensor):
+        if g.synthetic:
+            read_input = _read_storage
+        elif donated:
+            read_input = _read_for_donation
         else:
-            v = jnp.copy(x) if gi in donated else x
-        vals.append(v)
-    return vals
+            read_input = read
+    elif isinstance(x, (bool, int, float, complex)):
+        dtype = g.base_aval().dtype
+        read_input = functools.partial(np.asarray, dtype=dtype)
+    else:
+        read_input = jnp.copy if donated else _identity
+    return g.leaves[0][0], read_input
+
+
+def _read_storage(x):
+    return x._storage.base
+
+
+def _read_for_donation(x):
+    v = read(x)
+    return v if x._storage.owned and not x._chain else jnp.copy(v)
+
+
+def _identity(x):
+    return x
 
 
 def _wrap(array) -> Tensor:
     return Tensor._wrap(array)
-
-
-def _run(entry: _Entry, groups, fn) -> Any:
-    meta = entry.staged.meta
-    outs = fn(*_input_values(groups, entry.donated))
-    bases: list = [None] * meta.n_bases
-    new_bases: list = [None] * len(meta.mutated)
-    for (kind, k), v in zip(meta.layout, outs, strict=True):
-        if kind == "base":
-            bases[k] = v
-        else:
-            new_bases[meta.mutated.index(k)] = v
-    # NOTE: the groups of *this* call stand in for the traced ones: same pattern, the caller's objects.
-    return boundary.apply(_with_groups(meta, groups), new_bases, bases, wrap=_wrap)
-
-
-def _with_groups(meta, groups):
-    if meta.groups is groups:
-        return meta
-    return boundary.BoundaryMeta(groups, meta.mutated, meta.metadata, meta.outputs, meta.out_tree, meta.n_bases,
-                                 meta.layout, meta.input_names, meta.output_names)
 
 
 class Jitted:
@@ -101,22 +104,22 @@ class Jitted:
         functools.update_wrapper(self, fun)
 
     def _split(self, args, kwargs):
-        dyn, _ = split_static(args, self.static_argnums)
+        dyn = split_static(args, self.static_argnums)[0] if self.static_argnums else args
         leaves, in_tree = jax.tree_util.tree_flatten((dyn, kwargs))
         statics = tuple(args[i % len(args)] for i in self.static_argnums) if args else ()
         return leaves, in_tree, statics
 
     def __call__(self, *args, **kwargs):
         leaves, in_tree, statics = self._split(args, kwargs)
-        if any(isinstance(x, Tracer) for x in leaves):
+        signature = guards.call_key(leaves)
+        if signature is None:
             # NOTE: under another transform the body is inlined into it, functionalized.
             return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
-        groups = boundary.group_inputs(leaves, scalars=True)
-        key = (in_tree, guards.hashable_statics(statics), guards.signature(groups))
+        key = (in_tree, guards.hashable_statics(statics) if statics else (), signature)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._cache[key] = self._stage(args, kwargs)
-        return _run(entry, groups, entry.fn)
+        return entry.run(leaves, entry.fn)
 
     def _stage(self, args, kwargs) -> _Entry:
         self.trace_count += 1
@@ -174,7 +177,7 @@ class Lowered:
             return [read(o) for o in eval_jaxpr(closed, *map(_wrap, vals))]
 
         leaves, _, _ = self._jitted._split(args, kwargs)
-        return _run(self._entry, boundary.group_inputs(leaves, scalars=True), interpret)
+        return self._entry.run(leaves, interpret)
 
     def compile(self) -> "Compiled":
         return Compiled(self._jitted, self._entry, self._lowered.compile())
@@ -192,13 +195,11 @@ class Compiled:
         self._jitted, self._entry, self._executable = jitted, entry, executable
 
     def __call__(self, *args, **kwargs):
-        staged = self._entry.staged
         leaves, _, _ = self._jitted._split(args, kwargs)
-        groups = boundary.group_inputs(leaves, scalars=True)
-        if guards.signature(groups) != guards.signature(staged.groups):
+        if guards.call_key(leaves) != guards.call_key(self._entry.staged.leaves):
             raise TypeError("Compiled: these arguments do not match the signature it was compiled for (shapes, "
                             "dtypes or aliasing pattern); call the jitted function instead, which compiles again")
-        return _run(self._entry, groups, self._executable)
+        return self._entry.run(leaves, self._executable)
 
     def as_text(self) -> str:
         return self._executable.as_text()
