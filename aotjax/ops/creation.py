@@ -13,6 +13,7 @@ from jax import lax
 from aotjax.core.errors import ConcretizationError, ShapeError
 from aotjax.core.interpreter import Tracer
 from aotjax.core.source_info import where
+from aotjax.interpreters.jvp import defjvp_zero
 from aotjax.ops._combinators import standard_primitive
 from aotjax.ops._frontend import to_dtype
 from aotjax.ops.promotion import category, default_float_dtype, default_int_dtype, is_float
@@ -145,6 +146,7 @@ def tensor(data, dtype=None) -> Tensor:
 full_p = standard_primitive(
     "full", lambda *, shape, fill_value, dtype: shape, lambda *, shape, fill_value, dtype: dtype,
     lambda *, shape, fill_value, dtype: jnp.full(shape, fill_value, dtype))
+defjvp_zero(full_p)
 
 
 def _full(shape, fill_value, dtype) -> Tensor:
@@ -250,6 +252,7 @@ def _arange_lower(*, start, end, step, dtype):
 arange_p = standard_primitive(
     "arange", lambda *, start, end, step, dtype: (_arange_length(start, end, step),),
     lambda *, start, end, step, dtype: dtype, _arange_lower)
+defjvp_zero(arange_p)
 
 
 def arange(start, end=None, step=1, dtype=None) -> Tensor:
@@ -296,6 +299,7 @@ def _linspace_lower(*, start, end, steps, dtype):
 linspace_p = standard_primitive(
     "linspace", lambda *, start, end, steps, dtype: (steps,), lambda *, start, end, steps, dtype: dtype,
     _linspace_lower)
+defjvp_zero(linspace_p)
 
 
 def linspace(start, end, steps, dtype=None) -> Tensor:
@@ -315,6 +319,7 @@ def linspace(start, end, steps, dtype=None) -> Tensor:
 eye_p = standard_primitive(
     "eye", lambda *, n, m, dtype: (n, m), lambda *, n, m, dtype: dtype,
     lambda *, n, m, dtype: jnp.eye(n, m, dtype=dtype))
+defjvp_zero(eye_p)
 
 
 def eye(n, m=None, dtype=None) -> Tensor:

@@ -16,6 +16,8 @@ An in-place op (`x.add_(y)`) checks that its result dtype can be written into `x
 """
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -23,6 +25,9 @@ from jax import lax
 
 from aotjax.core import source_info
 from aotjax.core.errors import DTypeError
+from aotjax.interpreters.ad_util import Zero, is_differentiable, unbroadcast
+from aotjax.interpreters.jvp import defjvp, defjvp2, defjvp_zero, deflinear, jvp_rules, sum_tangents
+from aotjax.interpreters.transpose import deflinear2_transpose, deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, elementwise, inplace_variant, same_dtype, standard_primitive
 from aotjax.ops._frontend import as_tensor, convert, is_scalar, promote, to_dtype
 from aotjax.ops.promotion import (
@@ -58,6 +63,24 @@ _BOOL_DTYPE = np.dtype(np.bool_)
 convert_element_type_p = standard_primitive(
     "convert_element_type", lambda x, *, new_dtype: x.shape, lambda x, *, new_dtype: new_dtype,
     lambda x, *, new_dtype: x.astype(new_dtype))
+
+
+def _convert_element_type_jvp(primals, tangents, *, new_dtype):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype)
+    if isinstance(t, Zero) or not is_differentiable(new_dtype):
+        return [out], [Zero(out.aval)]
+    return [out], [convert_element_type_p.bind(t, new_dtype=new_dtype)]
+
+
+jvp_rules[convert_element_type_p] = _convert_element_type_jvp
+
+
+def _convert_element_type_transpose(ct, x, *, new_dtype):
+    return convert(ct, x.dtype) if is_differentiable(x.dtype) else Zero(x.aval)
+
+
+deflinear_transpose(convert_element_type_p, _convert_element_type_transpose)
 
 
 def to(x, dtype=None, *args, **kwargs):
@@ -157,133 +180,166 @@ neg_p, neg__p, neg, neg_ = _unary("neg", _neg_lower, _NUMERIC, """`-x`; integer 
     >>> aotjax.neg(aotjax.tensor([1, -2]))
     tensor([-1,  2])
     """)
+deflinear(neg_p)
+deflinear_transpose(neg_p, lambda ct, x: neg_p.bind(ct))
 abs_p, abs__p, abs, abs_ = _unary("abs", jnp.abs, _ANY, """`|x|`; integer dtypes are kept.
 
     >>> aotjax.abs(aotjax.tensor([-1.5, 2.0]))
     tensor([1.5, 2. ])
     """)
+defjvp(abs_p, lambda t, x: where(ge(x, 0), t, neg(t)))
 exp_p, exp__p, exp, exp_ = _unary("exp", jnp.exp, _FLOATING, """`e ** x` (integers are promoted to float32).
 
     >>> aotjax.exp(aotjax.tensor([0.0]))
     tensor([1.])
     """)
+defjvp2(exp_p, lambda t, ans, x: mul(t, ans))
 log_p, log__p, log, log_ = _unary("log", jnp.log, _FLOATING, """Natural logarithm (integers promote to float32).
 
     >>> aotjax.log(aotjax.tensor([1.0]))
     tensor([0.])
     """)
+defjvp(log_p, lambda t, x: div(t, x))
 log1p_p, log1p__p, log1p, log1p_ = _unary("log1p", jnp.log1p, _FLOATING, """`log(1 + x)`, accurate near 0.
 
     >>> aotjax.log1p(aotjax.tensor([0.0]))
     tensor([0.])
     """)
+defjvp(log1p_p, lambda t, x: div(t, add(x, 1)))
 expm1_p, expm1__p, expm1, expm1_ = _unary("expm1", jnp.expm1, _FLOATING, """`exp(x) - 1`, accurate near 0.
 
     >>> aotjax.expm1(aotjax.tensor([0.0]))
     tensor([0.])
     """)
+defjvp2(expm1_p, lambda t, ans, x: mul(t, add(ans, 1)))
 sqrt_p, sqrt__p, sqrt, sqrt_ = _unary("sqrt", jnp.sqrt, _FLOATING, """Square root (integers promote to float32).
 
     >>> aotjax.sqrt(aotjax.tensor([4, 9]))
     tensor([2., 3.])
     """)
+defjvp2(sqrt_p, lambda t, ans, x: div(t, mul(ans, 2)))
 rsqrt_p, rsqrt__p, rsqrt, rsqrt_ = _unary("rsqrt", lax.rsqrt, _FLOATING, """`1 / sqrt(x)`.
 
     >>> aotjax.rsqrt(aotjax.tensor([4.0]))
     tensor([0.5])
     """)
+defjvp2(rsqrt_p, lambda t, ans, x: mul(t, div(mul(ans, -0.5), x)))
 sin_p, sin__p, sin, sin_ = _unary("sin", jnp.sin, _FLOATING, """Elementwise sine (integers promote to float32).
 
     >>> aotjax.sin(aotjax.tensor([0.0]))
     tensor([0.])
     """)
+defjvp(sin_p, lambda t, x: mul(t, cos(x)))
 cos_p, cos__p, cos, cos_ = _unary("cos", jnp.cos, _FLOATING, """Elementwise cosine.
 
     >>> aotjax.cos(aotjax.tensor([0.0]))
     tensor([1.])
     """)
+defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
 tan_p, tan__p, tan, tan_ = _unary("tan", jnp.tan, _FLOATING, """Elementwise tangent.
 
     >>> aotjax.tan(aotjax.tensor([0.0]))
     tensor([0.])
     """)
+defjvp2(tan_p, lambda t, ans, x: mul(t, add(square(ans), 1)))
 tanh_p, tanh__p, tanh, tanh_ = _unary("tanh", jnp.tanh, _FLOATING, """Hyperbolic tangent.
 
     >>> aotjax.tanh(aotjax.tensor([0.0]))
     tensor([0.])
     """)
+defjvp2(tanh_p, lambda t, ans, x: mul(t, sub(1, square(ans))))
 sigmoid_p, sigmoid__p, sigmoid, sigmoid_ = _unary("sigmoid", jax.nn.sigmoid, _FLOATING, """`1 / (1 + exp(-x))`.
 
     >>> aotjax.sigmoid(aotjax.tensor([0.0]))
     tensor([0.5])
     """)
+defjvp2(sigmoid_p, lambda t, ans, x: mul(t, mul(ans, sub(1, ans))))
 relu_p, relu__p, relu, relu_ = _unary("relu", lambda x: jnp.maximum(x, jnp.zeros((), x.dtype)), _NUMERIC,
                                       """`max(x, 0)`; integer dtypes are kept.
 
     >>> aotjax.relu(aotjax.tensor([-1, 2]))
     tensor([0, 2])
     """)
+defjvp(relu_p, lambda t, x: where(gt(x, 0), t, 0))
 silu_p, silu__p, silu, silu_ = _unary("silu", jax.nn.silu, _FLOATING, """`x * sigmoid(x)` (also called swish).
 
     >>> aotjax.silu(aotjax.tensor([0.0]))
     tensor([0.])
     """)
+
+
+def _silu_jvp(t, x):
+    s = sigmoid(x)
+    return mul(t, mul(s, add(mul(x, sub(1, s)), 1)))
+
+
+defjvp(silu_p, _silu_jvp)
 erf_p, erf__p, erf, erf_ = _unary("erf", lax.erf, _FLOATING, """The Gauss error function.
 
     >>> aotjax.erf(aotjax.tensor([0.0]))
     tensor([0.])
     """)
+defjvp(erf_p, lambda t, x: mul(t, mul(exp(neg(square(x))), 2 / math.sqrt(math.pi))))
 floor_p, floor__p, floor, floor_ = _unary("floor", _keep_integers(jnp.floor), _ANY,
                                           """Rounds down; the identity on integer tensors.
 
     >>> aotjax.floor(aotjax.tensor([-0.5, 1.5]))
     tensor([-1.,  1.])
     """)
+defjvp_zero(floor_p)
 ceil_p, ceil__p, ceil, ceil_ = _unary("ceil", _keep_integers(jnp.ceil), _ANY,
                                       """Rounds up; the identity on integer tensors.
 
     >>> aotjax.ceil(aotjax.tensor([-0.5, 1.5]))
     tensor([-0.,  2.])
     """)
+defjvp_zero(ceil_p)
 sign_p, sign__p, sign, sign_ = _unary("sign", lambda x: x if x.dtype == np.bool_ else jnp.sign(x), _ANY,
                                       """-1, 0 or 1 by the sign of `x`; integer dtypes are kept.
 
     >>> aotjax.sign(aotjax.tensor([-2, 0, 3]))
     tensor([-1,  0,  1])
     """)
+defjvp_zero(sign_p)
 reciprocal_p, reciprocal__p, reciprocal, reciprocal_ = _unary("reciprocal", jnp.reciprocal, _FLOATING, """`1 / x`.
 
     >>> aotjax.reciprocal(aotjax.tensor([2, 4]))
     tensor([0.5 , 0.25])
     """)
+defjvp2(reciprocal_p, lambda t, ans, x: neg(mul(t, square(ans))))
 square_p, square__p, square, square_ = _unary("square", jnp.square, _SQUARE,
                                               """`x * x`; integer dtypes are kept, bool gives int64.
 
     >>> aotjax.square(aotjax.tensor([-3, 2]))
     tensor([9, 4])
     """)
+defjvp(square_p, lambda t, x: mul(t, mul(x, 2)))
 isnan_p, isnan = _unary("isnan", jnp.isnan, _PREDICATE, """Whether each element is NaN (bool).
 
     >>> aotjax.isnan(aotjax.tensor([1.0, float('nan')]))
     tensor([False,  True])
     """, inplace=False)
+defjvp_zero(isnan_p)
 isfinite_p, isfinite = _unary("isfinite", jnp.isfinite, _PREDICATE, """Whether each element is finite (bool).
 
     >>> aotjax.isfinite(aotjax.tensor([1.0, float('inf')]))
     tensor([ True, False])
     """, inplace=False)
+defjvp_zero(isfinite_p)
 logical_not_p, logical_not__p, logical_not, logical_not_ = _unary(
     "logical_not", jnp.logical_not, _PREDICATE, """`x == 0`, as bool (any input dtype).
 
     >>> aotjax.logical_not(aotjax.tensor([0, 3]))
     tensor([ True, False])
     """)
+defjvp_zero(logical_not_p)
 bitwise_not_p, bitwise_not__p, bitwise_not, bitwise_not_ = _unary(
     "bitwise_not", jnp.invert, _INTEGRAL, """`~x`: bitwise NOT of integers, logical NOT of bools.
 
     >>> aotjax.bitwise_not(aotjax.tensor([0, 5]))
     tensor([-1, -6])
     """)
+defjvp_zero(bitwise_not_p)
 bitwise_not_.__doc__ = """In-place `bitwise_not`.
 
     >>> x = aotjax.tensor([True, False])
@@ -301,6 +357,21 @@ gelu_p, gelu__p = _unary_with_params(
     "gelu", lambda x, *, approximate: jax.nn.gelu(x, approximate=approximate == "tanh"), _FLOATING)
 round_p, round__p = _unary_with_params(
     "round", lambda x, *, decimals: x if category(x.dtype) < _FLOAT else jnp.round(x, decimals), _ANY)
+
+
+def _gelu_jvp(t, x, *, approximate):
+    if approximate == "tanh":
+        c = math.sqrt(2 / math.pi)
+        th = tanh(mul(add(x, mul(mul(x, square(x)), 0.044715)), c))
+        dth = mul(mul(sub(1, square(th)), add(mul(square(x), 3 * 0.044715), 1)), c)
+        return mul(t, mul(add(add(th, 1), mul(x, dth)), 0.5))
+    cdf = mul(add(erf(mul(x, math.sqrt(0.5))), 1), 0.5)
+    pdf = mul(exp(mul(square(x), -0.5)), 1 / math.sqrt(2 * math.pi))
+    return mul(t, add(cdf, mul(x, pdf)))
+
+
+defjvp(gelu_p, _gelu_jvp)
+defjvp_zero(round_p)
 
 
 def _gelu_approximate(approximate: str) -> str:
@@ -410,8 +481,13 @@ def _binary_family(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool =
 
 add_p = elementwise("add", jnp.add, out_dtype=_ANY.rule("add"))
 add__p = inplace_variant(add_p)
+defjvp(add_p, lambda t, x, y: t, lambda t, x, y: t)
+deflinear_transpose(add_p, lambda ct, x, y: unbroadcast(ct, x.aval), lambda ct, x, y: unbroadcast(ct, y.aval))
 sub_p = elementwise("sub", jnp.subtract, out_dtype=_NUMERIC.rule("sub"))
 sub__p = inplace_variant(sub_p)
+defjvp(sub_p, lambda t, x, y: t, lambda t, x, y: neg(t))
+deflinear_transpose(sub_p, lambda ct, x, y: unbroadcast(ct, x.aval),
+                    lambda ct, x, y: unbroadcast(neg_p.bind(ct), y.aval))
 
 
 def _scaled(y, alpha):
@@ -468,6 +544,9 @@ mul_p, mul__p, mul, mul_ = _binary_family("mul", jnp.multiply, _ANY, """`x * y`,
     >>> aotjax.mul(aotjax.tensor([1, 2]), 3)
     tensor([3, 6])
     """)
+defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
+deflinear2_transpose(mul_p, lambda ct, x, y: unbroadcast(mul_p.bind(ct, y), x.aval),
+                     lambda ct, x, y: unbroadcast(mul_p.bind(x, ct), y.aval))
 remainder_p, remainder__p, remainder, remainder_ = _binary_family(
     "remainder", jnp.remainder, _NUMERIC, """`x - floor(x / y) * y`: the remainder with the sign of `y` (Python's
     `%`).
@@ -475,84 +554,120 @@ remainder_p, remainder__p, remainder, remainder_ = _binary_family(
     >>> aotjax.remainder(aotjax.tensor([-7, 7]), 3)
     tensor([2, 1])
     """)
+defjvp(remainder_p, lambda t, x, y: t, lambda t, x, y: neg(mul(t, floor(div(x, y)))))
 pow_p, pow__p, _pow, pow_ = _binary_family("pow", jnp.power, _ANY, "")
+
+
+def _pow_jvp_x(t, ans, x, y):
+    return mul(t, where(eq(y, 0), 0, mul(y, _pow(x, sub(y, 1)))))
+
+
+def _pow_jvp_y(t, ans, x, y):
+    return mul(t, mul(log(where(eq(x, 0), 1, x)), ans))
+
+
+defjvp2(pow_p, _pow_jvp_x, _pow_jvp_y)
+
+
 maximum_p, maximum = _binary_family("maximum", jnp.maximum, _ANY, """The elementwise maximum (NaN propagates).
 
     >>> aotjax.maximum(aotjax.tensor([1, 5]), aotjax.tensor([3, 2]))
     tensor([3, 5])
     """, inplace=False)
+
+
+def _balanced(t, x, ans, y):
+    """`t` where `x` is the chosen extremum `ans`, half of it where `y` ties with it, else 0."""
+    return where(eq(x, ans), where(eq(y, ans), mul(t, 0.5), t), 0)
+
+
+defjvp2(maximum_p, lambda t, ans, x, y: _balanced(t, x, ans, y), lambda t, ans, x, y: _balanced(t, y, ans, x))
 minimum_p, minimum = _binary_family("minimum", jnp.minimum, _ANY, """The elementwise minimum (NaN propagates).
 
     >>> aotjax.minimum(aotjax.tensor([1, 5]), aotjax.tensor([3, 2]))
     tensor([1, 2])
     """, inplace=False)
+defjvp2(minimum_p, lambda t, ans, x, y: _balanced(t, x, ans, y), lambda t, ans, x, y: _balanced(t, y, ans, x))
 atan2_p, atan2__p, atan2, atan2_ = _binary_family("atan2", jnp.arctan2, _FLOATING, """The angle of the point
     `(x=other, y=input)`, in radians (integers promote to float32).
 
     >>> aotjax.atan2(aotjax.tensor([1.0]), aotjax.tensor([1.0]))
     tensor([0.7853982])
     """)
+defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
+       lambda t, x, y: mul(t, div(neg(x), add(square(x), square(y)))))
 eq_p, eq__p, eq, eq_ = _binary_family("eq", jnp.equal, _PREDICATE, """`x == y`, as bool.
 
     >>> aotjax.eq(aotjax.tensor([1, 2]), 2)
     tensor([False,  True])
     """)
+defjvp_zero(eq_p)
 ne_p, ne__p, ne, ne_ = _binary_family("ne", jnp.not_equal, _PREDICATE, """`x != y`, as bool.
 
     >>> aotjax.ne(aotjax.tensor([1, 2]), 2)
     tensor([ True, False])
     """)
+defjvp_zero(ne_p)
 lt_p, lt__p, lt, lt_ = _binary_family("lt", jnp.less, _PREDICATE, """`x < y`, as bool (compared in the promoted
     dtype: `int_tensor < 2.5` compares as float).
 
     >>> aotjax.lt(aotjax.tensor([2, 3]), 2.5)
     tensor([ True, False])
     """)
+defjvp_zero(lt_p)
 le_p, le__p, le, le_ = _binary_family("le", jnp.less_equal, _PREDICATE, """`x <= y`, as bool.
 
     >>> aotjax.le(aotjax.tensor([2, 3]), 2)
     tensor([ True, False])
     """)
+defjvp_zero(le_p)
 gt_p, gt__p, gt, gt_ = _binary_family("gt", jnp.greater, _PREDICATE, """`x > y`, as bool.
 
     >>> aotjax.gt(aotjax.tensor([2, 3]), 2)
     tensor([False,  True])
     """)
+defjvp_zero(gt_p)
 ge_p, ge__p, ge, ge_ = _binary_family("ge", jnp.greater_equal, _PREDICATE, """`x >= y`, as bool.
 
     >>> aotjax.ge(aotjax.tensor([2, 3]), 3)
     tensor([False,  True])
     """)
+defjvp_zero(ge_p)
 logical_and_p, logical_and__p, logical_and, logical_and_ = _binary_family(
     "logical_and", jnp.logical_and, _PREDICATE, """Whether both `x` and `y` are nonzero (bool).
 
     >>> aotjax.logical_and(aotjax.tensor([0, 1, 2]), aotjax.tensor([1, 1, 0]))
     tensor([False,  True, False])
     """)
+defjvp_zero(logical_and_p)
 logical_or_p, logical_or__p, logical_or, logical_or_ = _binary_family(
     "logical_or", jnp.logical_or, _PREDICATE, """Whether `x` or `y` is nonzero (bool).
 
     >>> aotjax.logical_or(aotjax.tensor([0, 1, 0]), aotjax.tensor([0, 0, 2]))
     tensor([False,  True,  True])
     """)
+defjvp_zero(logical_or_p)
 bitwise_and_p, bitwise_and__p, bitwise_and, bitwise_and_ = _binary_family(
     "bitwise_and", jnp.bitwise_and, _INTEGRAL, """`x & y` for integer or bool tensors.
 
     >>> aotjax.bitwise_and(aotjax.tensor([12]), 10)
     tensor([8])
     """)
+defjvp_zero(bitwise_and_p)
 bitwise_or_p, bitwise_or__p, bitwise_or, bitwise_or_ = _binary_family(
     "bitwise_or", jnp.bitwise_or, _INTEGRAL, """`x | y` for integer or bool tensors.
 
     >>> aotjax.bitwise_or(aotjax.tensor([12]), 10)
     tensor([14])
     """)
+defjvp_zero(bitwise_or_p)
 bitwise_xor_p, bitwise_xor__p, bitwise_xor, bitwise_xor_ = _binary_family(
     "bitwise_xor", jnp.bitwise_xor, _INTEGRAL, """`x ^ y` for integer or bool tensors.
 
     >>> aotjax.bitwise_xor(aotjax.tensor([12]), 10)
     tensor([6])
     """)
+defjvp_zero(bitwise_xor_p)
 for _f in (bitwise_and_, bitwise_or_, bitwise_xor_):
     _f.__doc__ = _f.__doc__.replace("[1.0, 2.0, 3.0]", "[1, 2, 3]").replace("[2.0, 1.0, 1.0]", "[2, 1, 1]")
 
@@ -605,6 +720,26 @@ div_p = standard_primitive("div", lambda x, y, **_: broadcast_shapes("div", x.sh
                            _div_lower)
 div__p = inplace_variant(div_p)
 div_p.print_rule = div__p.print_rule = lambda params: {k: v for k, v in params.items() if v is not None}
+
+
+def _div_jvp_x(t, ans, x, y, *, rounding_mode):
+    return div(t, y) if rounding_mode is None else Zero(ans.aval)  # rounded division is piecewise constant
+
+
+def _div_jvp_y(t, ans, x, y, *, rounding_mode):
+    return neg(mul(t, div(ans, y))) if rounding_mode is None else Zero(ans.aval)
+
+
+defjvp2(div_p, _div_jvp_x, _div_jvp_y)
+
+
+def _div_transpose(ct, x, y, *, rounding_mode):
+    if rounding_mode is not None:
+        raise ValueError(f"transpose: div with rounding_mode={rounding_mode!r} is not linear in its numerator")
+    return unbroadcast(div_p.bind(ct, y, rounding_mode=None), x.aval)
+
+
+deflinear2_transpose(div_p, _div_transpose)  # linear in the numerator only
 
 
 def _rounding(rounding_mode) -> _DtypeClass:
@@ -666,6 +801,9 @@ def _where_dtype(cond, x, y):
 
 where_p = standard_primitive("where", lambda c, x, y: broadcast_shapes("where", c.shape, x.shape, y.shape),
                              _where_dtype, jnp.where)
+defjvp(where_p, None, lambda t, c, x, y: where(c, t, 0), lambda t, c, x, y: where(c, 0, t))
+deflinear_transpose(where_p, None, lambda ct, c, x, y: unbroadcast(where_p.bind(c, ct, ct.dtype.type(0)), x.aval),
+                    lambda ct, c, x, y: unbroadcast(where_p.bind(c, ct.dtype.type(0), ct), y.aval))
 
 
 def where(condition, x, y):
@@ -687,6 +825,22 @@ def _clamp_lower(x, lo, hi):
 
 clamp_p = elementwise("clamp", _clamp_lower, out_dtype=_ANY.rule("clamp"))
 clamp__p = inplace_variant(clamp_p)
+
+
+def _clamp_jvp(primals, tangents):
+    (x, lo, hi), (tx, tlo, thi) = primals, tangents
+    out = clamp_p.bind(x, lo, hi)
+    if all(isinstance(t, Zero) for t in tangents):
+        return [out], [Zero(out.aval)]
+    # NOTE: as `minimum(maximum(x, lo), hi)`, with ties shared as `maximum`'s and `minimum`'s rules do.
+    m = maximum(x, lo)
+    tm = sum_tangents(m.aval, [_balanced(t, a, m, b) for t, a, b in ((tx, x, lo), (tlo, lo, x))
+                               if not isinstance(t, Zero)])
+    return [out], [sum_tangents(out.aval, [_balanced(t, a, out, b) for t, a, b in ((tm, m, hi), (thi, hi, m))
+                                           if not isinstance(t, Zero)])]
+
+
+jvp_rules[clamp_p] = _clamp_jvp
 
 
 def _bound(bound, dtype, lowest: bool):
@@ -746,6 +900,8 @@ def _lerp_lower(start, end, weight):
 
 lerp_p = elementwise("lerp", _lerp_lower, out_dtype=_FLOATING.rule("lerp"))
 lerp__p = inplace_variant(lerp_p)
+defjvp(lerp_p, lambda t, s, e, w: mul(t, sub(1, w)), lambda t, s, e, w: mul(t, w),
+       lambda t, s, e, w: mul(t, sub(e, s)))
 
 
 def lerp(start, end, weight):

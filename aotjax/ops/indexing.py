@@ -8,19 +8,27 @@ masked *write* of a broadcastable value also works under tracing (`masked_fill_`
 """
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer
 from aotjax.core.source_info import where
+from aotjax.interpreters.ad_util import Zero, instantiate, unbroadcast
+from aotjax.interpreters.jvp import defjvp, deflinear
+from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, inplace_variant, standard_primitive
-from aotjax.ops._frontend import as_tensor, canonical_dim, is_scalar
-from aotjax.ops.creation import tensor
+from aotjax.ops._frontend import as_tensor, canonical_dim, convert, is_scalar
+from aotjax.ops.creation import arange, full, tensor
+from aotjax.ops.elementwise import eq_p, mul_p, where_p
 from aotjax.ops.promotion import default_int_dtype
-from aotjax.ops.views import _slice, alias, select, unsqueeze
+from aotjax.ops.reduction import reduce_sum_p
+from aotjax.ops.views import _slice, alias, select, slice_scatter_p, unsqueeze, view_p
 from aotjax.tensor import Tensor
 
 __all__ = ["getitem", "setitem", "index_select", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_",
@@ -44,9 +52,34 @@ def _full_index(ndim: int, dims, indices) -> tuple:
     return tuple(out)
 
 
+# -- transpose helpers -----------------------------------------------------------------------
+def _landed(write, read, slots_shape, base_shape):
+    """Which of the updates of an overwriting scatter land. With repeated indices only one of them is
+    written (XLA picks which), so only its cotangent is read back: replay the scatter (`write(base,
+    updates)`) with the updates' ids and see which id each slot reads back (`read(base)`)."""
+    ids = view_p.bind(arange(math.prod(slots_shape)), shape=tuple(slots_shape))
+    return eq_p.bind(read(write(full(base_shape, -1, dtype=ids.dtype), ids)), ids)
+
+
+def _uncrop(v, aval: ShapedArray):
+    """`v` padded with zeros at the end of each dim up to `aval`'s shape: the transpose of a crop."""
+    for d, n in enumerate(aval.shape):
+        if v.shape[d] != n:
+            zeros = instantiate(Zero(ShapedArray(v.shape[:d] + (n,) + v.shape[d + 1:], v.dtype)))
+            v = slice_scatter_p.bind(zeros, v, dim=d, start=0, stop=v.shape[d], step=1)
+    return v
+
+
+def _sum_all(v):
+    return reduce_sum_p.bind(v, axes=tuple(range(v.ndim)), keepdims=False)
+
+
 # -- primitives --------------------------------------------------------------------------------
 # index: advanced indexing (a gather), NumPy placement of the indexed dims.
 index_p = standard_primitive("index", None, None, lambda x, *indices, dims: x[_full_index(x.ndim, dims, indices)])
+deflinear(index_p, argnums=(0,))
+deflinear_transpose(index_p, lambda ct, x, *indices, dims: index_put_p.bind(
+    instantiate(Zero(x.aval)), ct, *indices, dims=dims, accumulate=True))
 
 
 def _index_put_lower(x, values, *indices, dims, accumulate):
@@ -57,6 +90,27 @@ def _index_put_lower(x, values, *indices, dims, accumulate):
 
 index_put_p = standard_primitive("index_put", _same_shape, _keep_dtype, _index_put_lower)
 index_put__p = inplace_variant(index_put_p)
+deflinear(index_put_p, argnums=(0, 1))
+
+
+def _index_put_transpose_x(ct, x, values, *indices, dims, accumulate):
+    return ct if accumulate else index_put_p.bind(ct, ct.dtype.type(0), *indices, dims=dims, accumulate=False)
+
+
+def _index_put_transpose_values(ct, x, values, *indices, dims, accumulate):
+    def read(v):
+        return index_p.bind(v, *indices, dims=dims)
+
+    def write(v, u):
+        return index_put_p.bind(v, u, *indices, dims=dims, accumulate=False)
+
+    slots = read(ct)
+    if not accumulate:
+        slots = where_p.bind(_landed(write, read, slots.shape, ct.shape), slots, ct.dtype.type(0))
+    return convert(unbroadcast(slots, values.aval), values.dtype)
+
+
+deflinear_transpose(index_put_p, _index_put_transpose_x, _index_put_transpose_values)
 
 
 def _gather_lower(x, index, *, dim):
@@ -66,6 +120,9 @@ def _gather_lower(x, index, *, dim):
 
 
 gather_p = standard_primitive("gather", lambda x, index, *, dim: index.shape, _keep_dtype, _gather_lower)
+deflinear(gather_p, argnums=(0,))
+deflinear_transpose(gather_p, lambda ct, x, index, *, dim: scatter_add_p.bind(
+    instantiate(Zero(x.aval)), index, ct, dim=dim))
 
 
 def _scatter_lower(reduce_add):
@@ -80,13 +137,42 @@ def _scatter_lower(reduce_add):
 
 scatter_p = standard_primitive("scatter", _same_shape, _keep_dtype, _scatter_lower(False))
 scatter__p = inplace_variant(scatter_p)
+deflinear(scatter_p, argnums=(0, 2))
 scatter_add_p = standard_primitive("scatter_add", _same_shape, _keep_dtype, _scatter_lower(True))
 scatter_add__p = inplace_variant(scatter_add_p)
+deflinear(scatter_add_p, argnums=(0, 2))
+
+
+def _scatter_src_ct(v, src):
+    """The cotangent of `src` from `v`, that of the slots written (index's shape): `src` is cropped to
+    the index's shape, or broadcast when it is 0-d."""
+    return convert(_sum_all(v) if src.ndim == 0 else _uncrop(v, src.aval), src.dtype)
+
+
+def _scatter_transpose_src(ct, x, index, src, *, dim):
+    def read(v):
+        return gather_p.bind(v, index, dim=dim)
+
+    def write(v, u):
+        return scatter_p.bind(v, index, u, dim=dim)
+
+    slots = where_p.bind(_landed(write, read, index.shape, ct.shape), read(ct), ct.dtype.type(0))
+    return _scatter_src_ct(slots, src)
+
+
+deflinear_transpose(scatter_p, lambda ct, x, index, src, *, dim: scatter_p.bind(ct, index, ct.dtype.type(0), dim=dim),
+                    None, _scatter_transpose_src)
+deflinear_transpose(scatter_add_p, lambda ct, x, index, src, *, dim: ct, None,
+                    lambda ct, x, index, src, *, dim: _scatter_src_ct(gather_p.bind(ct, index, dim=dim), src))
 
 masked_fill_p = standard_primitive(
     "masked_fill", lambda x, mask, value: broadcast_shapes("masked_fill", x.shape, mask.shape, value.shape),
     _keep_dtype, lambda x, mask, value: jnp.where(mask, value.astype(x.dtype), x))
 masked_fill__p = inplace_variant(masked_fill_p)
+deflinear(masked_fill_p, argnums=(0, 2))
+deflinear_transpose(
+    masked_fill_p, lambda ct, x, mask, value: unbroadcast(where_p.bind(mask, ct.dtype.type(0), ct), x.aval), None,
+    lambda ct, x, mask, value: convert(unbroadcast(where_p.bind(mask, ct, ct.dtype.type(0)), value.aval), value.dtype))
 
 
 def _index_add_lower(x, index, source, *, dim, alpha):
@@ -96,6 +182,15 @@ def _index_add_lower(x, index, source, *, dim, alpha):
 
 index_add_p = standard_primitive("index_add", _same_shape, _keep_dtype, _index_add_lower)
 index_add__p = inplace_variant(index_add_p)
+deflinear(index_add_p, argnums=(0, 2))
+
+
+def _index_add_transpose_source(ct, x, index, source, *, dim, alpha):
+    v = index_p.bind(ct, index, dims=(dim,))
+    return convert(v if alpha == 1 else mul_p.bind(v, ct.dtype.type(alpha)), source.dtype)
+
+
+deflinear_transpose(index_add_p, lambda ct, x, index, source, **params: ct, None, _index_add_transpose_source)
 
 
 def _copy_shape(dst, src):
@@ -109,9 +204,14 @@ def _copy_shape(dst, src):
 copy_p = standard_primitive("copy", _copy_shape, _keep_dtype,
                             lambda dst, src: jnp.broadcast_to(src.astype(dst.dtype), dst.shape))
 copy__p = inplace_variant(copy_p)
+defjvp(copy_p, None, lambda t, dst, src: copy_p.bind(dst, t))  # the result does not depend on dst's values
+deflinear_transpose(copy_p, lambda ct, dst, src: Zero(dst.aval),
+                    lambda ct, dst, src: convert(unbroadcast(ct, src.aval), src.dtype))
 fill_p = standard_primitive("fill", _same_shape, _keep_dtype,
                             lambda x, value: jnp.broadcast_to(value.astype(x.dtype), x.shape))
 fill__p = inplace_variant(fill_p)
+defjvp(fill_p, None, lambda t, x, value: fill_p.bind(x, t))
+deflinear_transpose(fill_p, lambda ct, x, value: Zero(x.aval), lambda ct, x, value: convert(_sum_all(ct), value.dtype))
 
 
 # -- operand helpers ---------------------------------------------------------------------------

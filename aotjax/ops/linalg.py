@@ -5,12 +5,20 @@ and compose them. Operands must have one dtype, as in PyTorch (integer matmul is
 """
 from __future__ import annotations
 
+import string
+
 import jax.numpy as jnp
 
+from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.source_info import where
+from aotjax.interpreters.ad_util import Zero, unbroadcast
+from aotjax.interpreters.jvp import defjvp, jvp_rules, sum_tangents
+from aotjax.interpreters.transpose import deflinear2_transpose, linear_operand, transpose_rules
 from aotjax.ops._combinators import broadcast_shapes, same_dtype, standard_primitive
 from aotjax.ops._frontend import as_tensor, promote
+from aotjax.ops.creation import eye, ones
+from aotjax.ops.views import permute_p, view_p
 
 __all__ = ["matmul", "mm", "bmm", "dot", "outer", "einsum", "linear"]
 
@@ -36,6 +44,42 @@ def _matmul_shape(a, b):
 
 
 matmul_p = standard_primitive("matmul", _matmul_shape, lambda a, b: same_dtype("matmul", a, b), jnp.matmul)
+defjvp(matmul_p, lambda t, a, b: matmul_p.bind(t, b), lambda t, a, b: matmul_p.bind(a, t))
+
+
+def _reshape(x, shape):
+    return x if tuple(x.shape) == tuple(shape) else view_p.bind(x, shape=tuple(shape))
+
+
+def _as_matrix(x, left: bool):
+    """A 1-D matmul operand as the matrix it stands for: `[1, k]` on the left, `[k, 1]` on the right."""
+    return x if x.ndim > 1 else _reshape(x, (1,) + x.shape if left else x.shape + (1,))
+
+
+def _mT(x):
+    n = x.ndim
+    return permute_p.bind(x, perm=tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+def _matmul_ct(ct, a, b):
+    """The output cotangent with the dims matmul dropped for 1-D operands put back."""
+    shape = tuple(ct.shape) + ((1,) if b.ndim == 1 else ())
+    return _reshape(ct, shape[:-1] + (1,) + shape[-1:] if a.ndim == 1 else shape)
+
+
+def _matmul_transpose_a(ct, a, b):
+    a2 = ShapedArray(a.shape if a.ndim > 1 else (1,) + a.shape, a.dtype)
+    ct_a = matmul_p.bind(_matmul_ct(ct, a, b), _mT(_as_matrix(b, left=False)))
+    return _reshape(unbroadcast(ct_a, a2), a.shape)  # NOTE: sums the batch dims `a` was broadcast along
+
+
+def _matmul_transpose_b(ct, a, b):
+    b2 = ShapedArray(b.shape if b.ndim > 1 else b.shape + (1,), b.dtype)
+    ct_b = matmul_p.bind(_mT(_as_matrix(a, left=True)), _matmul_ct(ct, a, b))
+    return _reshape(unbroadcast(ct_b, b2), b.shape)
+
+
+deflinear2_transpose(matmul_p, _matmul_transpose_a, _matmul_transpose_b)
 
 
 def _same_dtype(op: str, *operands) -> None:
@@ -112,6 +156,75 @@ def dot(a, b):
 # NOTE: no shape rule of its own: the abstract value comes from `jnp.einsum` through
 # `jax.eval_shape`, whose error is reported as an einsum ShapeError with the operand shapes.
 einsum_p = standard_primitive("einsum", None, None, lambda *xs, equation: jnp.einsum(equation, *xs))
+
+
+def _einsum_jvp(primals, tangents, *, equation):
+    out = einsum_p.bind(*primals, equation=equation)
+    terms = [einsum_p.bind(*primals[:i], t, *primals[i + 1:], equation=equation)
+             for i, t in enumerate(tangents) if not isinstance(t, Zero)]
+    return [out], [sum_tangents(out.aval, terms)]
+
+
+jvp_rules[einsum_p] = _einsum_jvp
+
+
+def _einsum_labels(equation: str, shapes) -> tuple[list[list[str]], list[str], dict[str, int], list[str]]:
+    """The labels of each operand and of the output, explicitly: `...` spelled out with fresh labels, an
+    implicit output made explicit (NumPy's rule) and a dim broadcast from size 1 given a label of its own.
+    Also the size of each label and the unused labels left."""
+    ins, arrow, out = equation.partition("->")
+    free = [c for c in string.ascii_letters if c not in equation]
+    n_ell = max((len(s) - len(t) + 3 for t, s in zip(ins.split(","), shapes) if "..." in t), default=0)
+    ell, free = free[:n_ell], free[n_ell:]
+
+    def spell(term: str, ndim: int) -> list[str]:
+        head, dots, tail = term.partition("...")
+        return list(head) + (ell[len(ell) - (ndim - len(head) - len(tail)):] if dots else []) + list(tail)
+
+    terms = [spell(t, len(s)) for t, s in zip(ins.split(","), shapes)]
+    size: dict[str, int] = {}
+    for t, s in zip(terms, shapes):
+        for label, n in zip(t, s):
+            size[label] = max(size.get(label, 1), n)
+    for t, s in zip(terms, shapes):
+        for k, n in enumerate(s):
+            if n != size[t[k]]:  # NOTE: size 1 broadcast against a larger size: a label of its own
+                t[k], free = free[0], free[1:]
+                size[t[k]] = 1
+    if arrow:
+        out_labels = spell(out, len(out) - 3 + n_ell if "..." in out else len(out))
+    else:
+        counts = [c for c in ins if c.isalpha()]
+        out_labels = ell + sorted(c for c in set(counts) if counts.count(c) == 1)
+    return terms, out_labels, size, free
+
+
+def _einsum_transpose(ct, *xs, equation):
+    """Operand i's cotangent is the einsum of the output cotangent with the other operands, producing
+    operand i's labels; a label repeated in it (a diagonal) is tied to a fresh one by an identity matrix,
+    a label found nowhere else (summed over in operand i alone) is broadcast by a vector of ones."""
+    i = linear_operand(einsum_p, xs)
+    terms, out_labels, size, free = _einsum_labels(equation, [x.shape for x in xs])
+    operands = [ct, *(x for j, x in enumerate(xs) if j != i)]
+    in_terms = [out_labels, *(t for j, t in enumerate(terms) if j != i)]
+    seen = {label for t in in_terms for label in t}
+    target: list[str] = []
+    for label in terms[i]:
+        if label not in seen:
+            operands.append(ones(size[label], dtype=ct.dtype))
+            in_terms.append([label])
+            seen.add(label)
+        if label in target:
+            fresh, free = free[0], free[1:]
+            operands.append(eye(size[label], dtype=ct.dtype))
+            in_terms.append([label, fresh])
+            label = fresh
+        target.append(label)
+    spec = ",".join("".join(t) for t in in_terms) + "->" + "".join(target)
+    return [einsum_p.bind(*operands, equation=spec) if j == i else None for j in range(len(xs))]
+
+
+transpose_rules[einsum_p] = _einsum_transpose
 
 
 def einsum(equation: str, *operands):

@@ -19,6 +19,7 @@ import numpy as np
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.primitive import Primitive
+from aotjax.interpreters.jvp import defjvp_zero
 from aotjax.ops._combinators import standard_primitive
 from aotjax.ops._frontend import as_tensor, convert, to_dtype
 from aotjax.ops.promotion import category, default_float_dtype, default_int_dtype, is_float
@@ -66,6 +67,7 @@ def _random_seed_shape(seed):
 
 random_seed_p = standard_primitive("random_seed", _random_seed_shape, lambda seed: _KEY.dtype,
                                    lambda seed: jax.random.PRNGKey(seed))
+defjvp_zero(random_seed_p)
 
 
 def key(seed) -> Tensor:
@@ -87,6 +89,7 @@ def _random_split_shape(k, *, num):
 
 random_split_p = standard_primitive("random_split", _random_split_shape, lambda k, *, num: _KEY.dtype,
                                     lambda k, *, num: jax.random.split(k, num))
+defjvp_zero(random_split_p)
 
 
 def split(key, num: int = 2) -> Tensor:
@@ -107,6 +110,7 @@ def _random_fold_in_shape(k, data):
 
 random_fold_in_p = standard_primitive("random_fold_in", _random_fold_in_shape, lambda k, data: _KEY.dtype,
                                       lambda k, data: jax.random.fold_in(k, data))
+defjvp_zero(random_fold_in_p)
 
 
 def fold_in(key, data) -> Tensor:
@@ -132,9 +136,12 @@ def _sampler(name: str, lower) -> Primitive:
 
 random_uniform_p = _sampler("random_uniform", lambda k, *, shape, dtype, low, high: jax.random.uniform(
     k, shape, dtype, minval=low, maxval=high))
+defjvp_zero(random_uniform_p)
 random_normal_p = _sampler("random_normal", lambda k, *, shape, dtype: jax.random.normal(k, shape, dtype))
+defjvp_zero(random_normal_p)
 random_randint_p = _sampler("random_randint", lambda k, *, shape, dtype, low, high: jax.random.randint(
     k, shape, low, high, dtype))
+defjvp_zero(random_randint_p)
 
 
 def uniform(key, shape=(), dtype=np.float32, low=0.0, high=1.0) -> Tensor:
@@ -184,6 +191,7 @@ def _random_bernoulli_shape(k, p, *, shape):
 random_bernoulli_p = standard_primitive("random_bernoulli", _random_bernoulli_shape,
                                         lambda k, p, *, shape: np.dtype(np.bool_),
                                         lambda k, p, *, shape: jax.random.bernoulli(k, p, shape))
+defjvp_zero(random_bernoulli_p)
 
 
 def bernoulli(key, p=0.5, shape=None) -> Tensor:

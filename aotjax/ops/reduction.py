@@ -21,10 +21,15 @@ import numpy as np
 
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.source_info import where as _where
+from aotjax.interpreters.ad_util import Zero, instantiate
+from aotjax.interpreters.jvp import defjvp_zero, deflinear, jvp_rules
+from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._combinators import standard_primitive
 from aotjax.ops._frontend import as_tensor, canonical_dim, canonical_dims, convert, to_dtype
-from aotjax.ops.elementwise import exp, isfinite, log, maximum, minimum, sqrt, where
+from aotjax.ops.elementwise import add, div, eq, exp, isfinite, log, maximum, minimum, mul, sqrt, where
 from aotjax.ops.promotion import _FLOAT, _INT, category, default_float_dtype, default_int_dtype
+from aotjax.ops.shape import flip_p
+from aotjax.ops.views import expand_p, permute_p, select_p, slice_p, view_p
 from aotjax.tensor import Tensor
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "all", "any", "var", "std",
@@ -61,11 +66,77 @@ def _reducer(name: str, fn, out_dtype=None):
 
 
 reduce_sum_p = _reducer("reduce_sum", _accumulating(jnp.sum))
+deflinear(reduce_sum_p)
+
+
+def _reduce_sum_transpose(ct, x, *, axes, keepdims):
+    kept = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
+    v = ct if keepdims or kept == tuple(ct.shape) else view_p.bind(ct, shape=kept)
+    return v if kept == x.shape else expand_p.bind(v, shape=x.shape)
+
+
+deflinear_transpose(reduce_sum_p, _reduce_sum_transpose)
 reduce_prod_p = _reducer("reduce_prod", _accumulating(jnp.prod))
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes, keepdims):
+    (x,), (t,) = primals, tangents
+    out = reduce_prod_p.bind(x, axes=axes, keepdims=keepdims)
+    if isinstance(t, Zero):
+        return [out], [Zero(out.aval)]
+    # NOTE: the product as a tree of pairwise products, differentiated by the product rule: exact where x
+    # has zeros (unlike `t * out / x`), and differentiable again.
+    kept = tuple(d for d in range(x.ndim) if d not in axes)
+    n = math.prod(x.shape[a] for a in axes)
+    p, dp = (view_p.bind(permute_p.bind(v, perm=axes + kept), shape=(n, *(x.shape[d] for d in kept))) for v in (x, t))
+    if n == 0:
+        return [out], [instantiate(Zero(out.aval))]
+    rest = None  # the (product, tangent) of the elements left over by odd halvings
+    while n > 1:
+        if n % 2:
+            first = (select_p.bind(p, dim=0, index=0), select_p.bind(dp, dim=0, index=0))
+            rest = first if rest is None else _product_rule(rest, first)
+            p, dp = tuple(slice_p.bind(v, dim=0, start=1, stop=n, step=1) for v in (p, dp))
+            n -= 1
+        halves = [tuple(slice_p.bind(v, dim=0, start=i * n // 2, stop=(i + 1) * n // 2, step=1) for v in (p, dp))
+                  for i in (0, 1)]
+        p, dp = _product_rule(*halves)
+        n //= 2
+    total = (select_p.bind(p, dim=0, index=0), select_p.bind(dp, dim=0, index=0))
+    _, tangent = total if rest is None else _product_rule(total, rest)
+    return [out], [view_p.bind(tangent, shape=out.aval.shape)]
+
+
+def _product_rule(a, b):
+    (pa, ta), (pb, tb) = a, b
+    return mul(pa, pb), add(mul(ta, pb), mul(pa, tb))
+
+
+jvp_rules[reduce_prod_p] = _reduce_prod_jvp
 reduce_max_p = _reducer("reduce_max", jnp.max)
+
+
+def _extremum_jvp(prim):
+    """The tangent at the extremum's positions, shared equally among ties (as `jax.jvp` of `jnp.max`)."""
+    def rule(primals, tangents, *, axes, keepdims):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axes=axes, keepdims=keepdims)
+        if isinstance(t, Zero):
+            return [out], [Zero(out.aval)]
+        kept_shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+        at_extremum = convert(eq(x, view_p.bind(out, shape=kept_shape)), t.dtype)
+        total = reduce_sum_p.bind(mul(t, at_extremum), axes=axes, keepdims=keepdims)
+        return [out], [div(total, reduce_sum_p.bind(at_extremum, axes=axes, keepdims=keepdims))]
+    return rule
+
+
+jvp_rules[reduce_max_p] = _extremum_jvp(reduce_max_p)
 reduce_min_p = _reducer("reduce_min", jnp.min)
+jvp_rules[reduce_min_p] = _extremum_jvp(reduce_min_p)
 reduce_and_p = _reducer("reduce_and", jnp.all, np.dtype(np.bool_))
+defjvp_zero(reduce_and_p)
 reduce_or_p = _reducer("reduce_or", jnp.any, np.dtype(np.bool_))
+defjvp_zero(reduce_or_p)
 
 
 def _arg_shape(name: str):
@@ -84,8 +155,10 @@ def _arg_lower(fn):
 # NOTE: the index dtype is the default int dtype (int64 under x64), read when the rule runs.
 argmax_p = standard_primitive("argmax", _arg_shape("argmax"), lambda x, **_: default_int_dtype(),
                               _arg_lower(jnp.argmax))
+defjvp_zero(argmax_p)
 argmin_p = standard_primitive("argmin", _arg_shape("argmin"), lambda x, **_: default_int_dtype(),
                               _arg_lower(jnp.argmin))
+defjvp_zero(argmin_p)
 
 
 def _cumsum_shape(x, *, axis):
@@ -97,6 +170,17 @@ def _cumsum_shape(x, *, axis):
 cumsum_p = standard_primitive(
     "cumsum", _cumsum_shape, lambda x, *, axis: x.dtype,
     lambda x, *, axis: _accumulating(jnp.cumsum)(x, axis=axis) if x.ndim else x)
+deflinear(cumsum_p)
+
+
+def _cumsum_transpose(ct, x, *, axis):
+    if x.ndim == 0:
+        return ct
+    # NOTE: the transpose of a prefix sum is a suffix sum: the prefix sum of the reversed cotangent, reversed.
+    return flip_p.bind(cumsum_p.bind(flip_p.bind(ct, dims=(axis,)), axis=axis), dims=(axis,))
+
+
+deflinear_transpose(cumsum_p, _cumsum_transpose)
 
 
 # -- frontend helpers --------------------------------------------------------------------------

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import ShapeError
 from aotjax.core.interpreter import contiguous_strides
 from aotjax.core.primitive import Primitive
 from aotjax.core.source_info import where
+from aotjax.interpreters.ad_util import unbroadcast
+from aotjax.interpreters.jvp import deflinear
+from aotjax.interpreters.transpose import deflinear_transpose, is_undefined, transpose_rules
 from aotjax.ops._combinators import standard_primitive
 from aotjax.ops._frontend import as_tensor, canonical_dim, canonical_dims, normalize_shape, promote
-from aotjax.ops.views import unsqueeze
+from aotjax.ops.views import slice_p, unsqueeze, view_p
 
 __all__ = ["clone", "cat", "concat", "concatenate", "stack", "flip", "roll", "repeat", "tile", "tril", "triu"]
 
@@ -71,6 +75,8 @@ def _clone_strides(shape, strides, offset, /, *, contiguous):
 clone_p = standard_primitive("clone", lambda x, *, contiguous: x.shape, _keep_dtype,
                              lambda x, *, contiguous: jnp.copy(x))
 clone_p.view_strides = _clone_strides
+deflinear(clone_p)
+deflinear_transpose(clone_p, lambda ct, x, *, contiguous: ct)
 
 
 def clone(x, *, memory_format="preserve"):
@@ -100,6 +106,19 @@ def _cat_shape(*xs, dim):
 
 cat_p = standard_primitive("cat", _cat_shape, lambda *xs, dim: xs[0].dtype,
                            lambda *xs, dim: jnp.concatenate(xs, axis=dim))
+deflinear(cat_p)
+
+
+def _cat_transpose(ct, *xs, dim):
+    cts, start = [], 0
+    for x in xs:
+        stop = start + x.shape[dim]
+        cts.append(slice_p.bind(ct, dim=dim, start=start, stop=stop, step=1) if is_undefined(x) else None)
+        start = stop
+    return cts
+
+
+transpose_rules[cat_p] = _cat_transpose
 
 
 def cat(tensors, dim: int = 0):
@@ -142,6 +161,8 @@ def stack(tensors, dim: int = 0):
 
 # -- flip / roll -------------------------------------------------------------------------------
 flip_p = standard_primitive("flip", lambda x, *, dims: x.shape, _keep_dtype, lambda x, *, dims: jnp.flip(x, dims))
+deflinear(flip_p)
+deflinear_transpose(flip_p, lambda ct, x, *, dims: flip_p.bind(ct, dims=dims))
 
 
 def flip(x, *dims):
@@ -156,6 +177,9 @@ def flip(x, *dims):
 
 roll_p = standard_primitive("roll", lambda x, *, shifts, dims: x.shape, _keep_dtype,
                             lambda x, *, shifts, dims: jnp.roll(x, shifts, dims))
+deflinear(roll_p)
+deflinear_transpose(roll_p, lambda ct, x, *, shifts, dims: roll_p.bind(
+    ct, shifts=-shifts if isinstance(shifts, int) else tuple(-s for s in shifts), dims=dims))
 
 
 def roll(x, shifts, dims=None):
@@ -183,6 +207,18 @@ def _repeat_shape(x, *, repeats):
 
 
 repeat_p = standard_primitive("repeat", _repeat_shape, _keep_dtype, lambda x, *, repeats: jnp.tile(x, repeats))
+deflinear(repeat_p)
+
+
+def _repeat_transpose(ct, x, *, repeats):
+    # NOTE: a dim of size n tiled r times reads as [r, n]: the cotangent sums over the r copies.
+    padded = (1,) * (len(repeats) - x.ndim) + tuple(x.shape)
+    tiles = view_p.bind(ct, shape=tuple(d for r, n in zip(repeats, padded) for d in (r, n)))
+    summed = unbroadcast(tiles, ShapedArray(tuple(d for n in padded for d in (1, n)), ct.dtype))
+    return view_p.bind(summed, shape=tuple(x.shape))
+
+
+deflinear_transpose(repeat_p, _repeat_transpose)
 
 
 def repeat(x, *sizes):
@@ -219,7 +255,11 @@ def _triangle(name: str, fn) -> Primitive:
 
 
 tril_p = _triangle("tril", jnp.tril)
+deflinear(tril_p)
+deflinear_transpose(tril_p, lambda ct, x, *, diagonal: tril_p.bind(ct, diagonal=diagonal))
 triu_p = _triangle("triu", jnp.triu)
+deflinear(triu_p)
+deflinear_transpose(triu_p, lambda ct, x, *, diagonal: triu_p.bind(ct, diagonal=diagonal))
 
 
 def tril(x, diagonal: int = 0):

@@ -13,11 +13,14 @@ import jax.numpy as jnp
 from jax import lax
 
 from aotjax.core.errors import AliasingError, ShapeError, UnsupportedError
-from aotjax.core.interpreter import contiguous_strides
-from aotjax.core.primitive import Kind, Primitive
+from aotjax.core.interpreter import contiguous_strides, get_aval
+from aotjax.core.primitive import Kind, Primitive, abstract_eval
 from aotjax.core.source_info import where
+from aotjax.interpreters.ad_util import Zero, instantiate, unbroadcast
+from aotjax.interpreters.jvp import defjvp_zero, deflinear
+from aotjax.interpreters.transpose import deflinear_transpose, defview_transpose
 from aotjax.ops._combinators import standard_primitive
-from aotjax.ops._frontend import as_tensor, canonical_dim, canonical_dims, normalize_shape
+from aotjax.ops._frontend import as_tensor, canonical_dim, canonical_dims, convert, normalize_shape
 
 __all__ = ["select", "permute", "transpose", "t", "t_", "unbind", "view", "view_as", "reshape", "reshape_as",
            "flatten", "contiguous", "squeeze", "unsqueeze", "expand", "expand_as", "broadcast_to", "narrow",
@@ -37,6 +40,19 @@ def _base_dtype(b, y, **params):
     return b.dtype
 
 
+def _scatter_transpose(view_prim: Primitive, scatter_prim: Primitive) -> None:
+    """`scatter(base, y)` writes `y` into the view `view_prim` of `base`, so it is linear in both: the
+    base's cotangent is the output's with that view zeroed, `y`'s is that view of it."""
+    def base_ct(ct, b, y, **params):
+        (slot,) = abstract_eval(view_prim, [get_aval(ct)], params)
+        return scatter_prim.bind(ct, instantiate(Zero(slot)), **params)
+
+    def y_ct(ct, b, y, **params):
+        return convert(view_prim.bind(ct, **params), y.dtype)
+
+    deflinear_transpose(scatter_prim, base_ct, y_ct)
+
+
 # -- select ------------------------------------------------------------------------------------
 select_p = standard_primitive(
     "select", lambda x, *, dim, index: x.shape[:dim] + x.shape[dim + 1:], lambda x, *, dim, index: x.dtype,
@@ -47,6 +63,10 @@ select_scatter_p = standard_primitive(
 select_p.view_inverse = lambda apply, base, y, *, dim, index: apply(select_scatter_p, base, y, dim=dim, index=index)
 select_p.view_strides = lambda shape, strides, offset, *, dim, index: (
     strides[:dim] + strides[dim + 1:], offset + index * strides[dim])
+deflinear(select_p)
+deflinear(select_scatter_p)
+defview_transpose(select_p)
+_scatter_transpose(select_p, select_scatter_p)
 
 
 def select(x, dim: int, index: int):
@@ -85,6 +105,10 @@ slice_scatter_p = standard_primitive("slice_scatter", _same, _base_dtype, _slice
 slice_p.view_inverse = lambda apply, base, y, **params: apply(slice_scatter_p, base, y, **params)
 slice_p.view_strides = lambda shape, strides, offset, *, dim, start, stop, step: (
     strides[:dim] + (strides[dim] * step,) + strides[dim + 1:], offset + start * strides[dim])
+deflinear(slice_p)
+deflinear(slice_scatter_p)
+defview_transpose(slice_p)
+_scatter_transpose(slice_p, slice_scatter_p)
 
 
 def _slice(x, dim: int, start: int, stop: int, step: int = 1):
@@ -181,6 +205,10 @@ diagonal_p = _view_primitive("diagonal", _diagonal_shape, lambda x, *, offset, d
 diagonal_scatter_p = standard_primitive("diagonal_scatter", _same, _base_dtype, _diagonal_scatter_lower)
 diagonal_p.view_inverse = lambda apply, base, y, **params: apply(diagonal_scatter_p, base, y, **params)
 diagonal_p.view_strides = _diagonal_strides
+deflinear(diagonal_p)
+deflinear(diagonal_scatter_p)
+defview_transpose(diagonal_p)
+_scatter_transpose(diagonal_p, diagonal_scatter_p)
 
 
 def diagonal(x, offset: int = 0, dim1: int = 0, dim2: int = 1):
@@ -207,6 +235,8 @@ permute_p = standard_primitive(
 permute_p.view_inverse = lambda apply, base, y, *, perm: apply(
     permute_p, y, perm=tuple(sorted(range(len(perm)), key=perm.__getitem__)))
 permute_p.view_strides = lambda shape, strides, offset, *, perm: (tuple(strides[p] for p in perm), offset)
+deflinear(permute_p)
+defview_transpose(permute_p)
 permute__p = Primitive("permute_", kind=Kind.MUTATION, mutates=(0,), metadata_view=permute_p)
 
 
@@ -365,6 +395,8 @@ def _view_strides(old_shape, strides, offset, /, *, shape):
 view_p = _view_primitive("view", lambda x, *, shape: shape, lambda x, *, shape: jnp.reshape(x, shape))
 view_p.view_inverse = lambda apply, base, y, *, shape: apply(view_p, y, shape=tuple(base.shape))
 view_p.view_strides = _view_strides
+deflinear(view_p)
+defview_transpose(view_p)
 
 
 def _infer_size(op: str, shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
@@ -489,6 +521,8 @@ squeeze_p = _view_primitive("squeeze", _squeeze_shape, lambda x, *, dims: lax.sq
 squeeze_p.view_inverse = _squeeze_inverse
 squeeze_p.view_strides = lambda shape, strides, offset, *, dims: (
     tuple(s for i, s in enumerate(strides) if i not in dims), offset)
+deflinear(squeeze_p)
+defview_transpose(squeeze_p)
 squeeze__p = Primitive("squeeze_", kind=Kind.MUTATION, mutates=(0,), metadata_view=squeeze_p)
 
 unsqueeze_p = _view_primitive("unsqueeze", lambda x, *, dim: x.shape[:dim] + (1,) + x.shape[dim:],
@@ -496,6 +530,8 @@ unsqueeze_p = _view_primitive("unsqueeze", lambda x, *, dim: x.shape[:dim] + (1,
 unsqueeze_p.view_inverse = lambda apply, base, y, *, dim: apply(squeeze_p, y, dims=(dim,))
 unsqueeze_p.view_strides = lambda shape, strides, offset, *, dim: (
     strides[:dim] + ((shape[dim] * strides[dim]) if dim < len(shape) else 1,) + strides[dim:], offset)
+deflinear(unsqueeze_p)
+defview_transpose(unsqueeze_p)
 unsqueeze__p = Primitive("unsqueeze_", kind=Kind.MUTATION, mutates=(0,), metadata_view=unsqueeze_p)
 
 
@@ -580,6 +616,8 @@ def _expand_strides(old_shape, old_strides, offset, /, *, shape):
 expand_p = _view_primitive("expand", _expand_shape, lambda x, *, shape: jnp.broadcast_to(x, shape))
 expand_p.view_inverse = _expand_inverse
 expand_p.view_strides = _expand_strides
+deflinear(expand_p)
+deflinear_transpose(expand_p, lambda ct, x, *, shape: unbroadcast(ct, x.aval))  # sums the expanded dims
 
 
 def expand(x, *sizes):
@@ -635,7 +673,11 @@ def _identity_view(name: str) -> Primitive:
 
 
 detach_p = _identity_view("detach")
+defjvp_zero(detach_p)  # NOTE: detach is stop_gradient: no tangent flows through it
+deflinear_transpose(detach_p, lambda ct, x: Zero(x.aval))
 alias_p = _identity_view("alias")
+deflinear(alias_p)
+defview_transpose(alias_p)
 
 
 def detach(x):
