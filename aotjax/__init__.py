@@ -6,7 +6,11 @@ from aotjax.ops import *  # noqa: F401,F403
 from aotjax.ops import random  # noqa: F401
 import aotjax.nn as nn  # noqa: F401  (the package; the star import above brings the aotjax.ops.nn module)
 from aotjax.dtypes import *  # noqa: F401,F403
-from aotjax.transforms import functionalize, jit, make_jaxpr
+from aotjax.transforms import (functionalize, grad, hessian, jacfwd, jacrev, jit, jvp, linearize, make_jaxpr,
+                               stop_gradient, value_and_grad, vjp)
 from aotjax.lowering import compile, to_jax  # noqa: F401
+from aotjax.transforms import custom_jvp, custom_vjp  # noqa: F401
+from aotjax.transforms import (checkpoint, checkpoint_name, checkpoint_policies, forward_backward,  # noqa: F401
+                               print_saved_residuals, remat, saved_residuals)
 
 __version__ = "0.1.0"

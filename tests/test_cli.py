@@ -1,4 +1,6 @@
 """`python -m aotjax demo` and `explain`, end to end in a subprocess."""
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -25,7 +27,10 @@ def test_demo_runs_and_checks():
     assert "# mlp_demo.py:" in out  # source lines of the model
     assert "compiled vs eager: agree" in out and "eager mlp vs NumPy: agree" in out
     assert "OK: the eager, compiled and differentiated results agree." in out
-    assert "grad of to_jax vs grad of jax.numpy: agree" in out
+    assert "aotjax grad vs jax.grad of jax.numpy: agree" in out
+    assert "in-place step vs NumPy: agree" in out and "donated to the program" in out
+    assert "select_scatter" in out  # the functionalized program: writes through views became scatters
+    assert "gt at mlp_demo.py:5 (mlp)" in out  # relu saves a boolean mask for the backward
 
 
 @pytest.fixture
@@ -88,3 +93,19 @@ def test_main_in_process(model_file, capsys):
     assert "mul a b" in capsys.readouterr().out
     assert main(["explain", "--list-stages"]) == 0
     assert "stablehlo" in capsys.readouterr().out
+
+
+def test_explain_grad_shows_forward_backward_and_residuals(tmp_path):
+    """In-process (a subprocess would pay the import again): the CLI's main on a model file."""
+    from aotjax.cli import main
+
+    model = tmp_path / "grad_model.py"
+    model.write_text("def loss(x, w):\n    h = (x @ w).relu()\n    h[:, 0].mul_(2)\n    return h.sum()\n")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["explain", f"{model}:loss", "--args", "f32[4,3], f32[3,2]", "--grad"]) == 0
+    out = buf.getvalue()
+    assert "the functionalized program" in out and "select_scatter" in out
+    assert "the forward program" in out and "the backward program" in out
+    assert "cotangent[x]" in out and "cotangent[w]" in out and "residual[2] gt" in out
+    assert "bool[4,2]  8 bytes  gt at grad_model.py:2 (loss)" in out

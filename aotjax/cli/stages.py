@@ -28,6 +28,11 @@ class Program:
         return aotjax.make_jaxpr(self.fn)(*self.args)
 
     @functools.cached_property
+    def forward_backward(self):
+        """The forward and backward programs of the function's vjp (`aotjax.forward_backward`)."""
+        return aotjax.forward_backward(self.fn, *self.args)
+
+    @functools.cached_property
     def lowered(self):
         """`jit(fn).lower(*args)`: the functionalized program and its boundary record."""
         return aotjax.jit(self.fn).lower(*self.args)
@@ -69,6 +74,31 @@ def _functionalized(program: Program) -> str:
 @stage("boundary", "the call boundary: what is written, what aliases what")
 def _boundary(program: Program) -> str:
     return program.lowered.meta.describe()
+
+
+@stage("forward", "the forward program: primals -> outputs, written inputs, residuals")
+def _forward(program: Program) -> str:
+    fb = program.forward_backward
+    return _with_signature(fb.forward, fb.forward_inputs, fb.forward_outputs)
+
+
+@stage("backward", "the backward program: residuals, output cotangents -> input cotangents")
+def _backward(program: Program) -> str:
+    fb = program.forward_backward
+    return _with_signature(fb.backward, fb.backward_inputs, fb.backward_outputs)
+
+
+@stage("residuals", "what the forward saves for the backward")
+def _residuals(program: Program) -> str:
+    fb = program.forward_backward
+    lines = [f"  {r.descriptor:28} {r}" for r in fb.residuals]
+    return "\n".join(lines + [f"  total: {fb.residual_bytes} bytes"])
+
+
+def _with_signature(jaxpr, ins: list[str], outs: list[str]) -> str:
+    sig = [f"  in  {i:2}  {a.str_short():14} {n}" for i, (n, a) in enumerate(zip(ins, jaxpr.in_avals))]
+    sig += [f"  out {i:2}  {a.str_short():14} {n}" for i, (n, a) in enumerate(zip(outs, jaxpr.out_avals))]
+    return jaxpr.pretty(source_info=True) + "\n" + "\n".join(sig)
 
 
 @stage("stablehlo", "StableHLO of the functionalized program, as lowered through XLA")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from aotjax.core.interpreter import bind
 from aotjax.core.ir import ClosedJaxpr, Jaxpr, Literal
+from aotjax.core.source_info import source_info_of
 
 
 def eval_jaxpr(jaxpr: Jaxpr | ClosedJaxpr, *args, consts=None):
@@ -28,7 +29,8 @@ def eval_jaxpr(jaxpr: Jaxpr | ClosedJaxpr, *args, consts=None):
         return a.val if isinstance(a, Literal) else env[a]
 
     for eqn in jaxpr.eqns:
-        outs = bind(eqn.primitive, *map(read, eqn.inputs), **eqn.params)
+        with source_info_of(eqn.source_info):  # NOTE: a replayed equation keeps its user line
+            outs = bind(eqn.primitive, *map(read, eqn.inputs), **eqn.params)
         if len(eqn.outputs) == 1 and not eqn.primitive.multiple_results and not isinstance(outs, list):
             outs = [outs]
         for v, x in zip(eqn.outputs, outs):

@@ -111,6 +111,19 @@ def below(main: MainTrace):
         _dynamic = prev
 
 
+@contextmanager
+def rules_of(main: MainTrace):
+    """While an interpreter's rule runs: ops with no tensor operand (the zeros a rule instantiates)
+    are made at the level just below `main`, like the values the rule computes with."""
+    global _dynamic
+    prev = _dynamic
+    _dynamic = _stack[main.level - 1]
+    try:
+        yield
+    finally:
+        _dynamic = prev
+
+
 def current_level() -> int:
     return len(_stack) - 1
 

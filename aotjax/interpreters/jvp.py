@@ -19,7 +19,7 @@ import numpy as np
 
 from aotjax.core.avals import ShapedArray, aval_of_value
 from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
-from aotjax.core.interpreter import Trace, Tracer, full_raise, new_main
+from aotjax.core.interpreter import Trace, Tracer, full_raise, new_main, rules_of
 from aotjax.core.primitive import Kind, Primitive
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate, is_differentiable
@@ -101,7 +101,8 @@ class JVPTrace(Trace):
         rule = jvp_rules.get(prim)
         if rule is None:
             raise NotImplementedError(f"jvp rule for primitive '{prim.name}' is not implemented")
-        primal_outs, tangent_outs = rule([t.primal for t in tracers], [t.tangent for t in tracers], **params)
+        with rules_of(self.main):
+            primal_outs, tangent_outs = rule([t.primal for t in tracers], [t.tangent for t in tracers], **params)
         return [JVPTracer(self, p, _output_tangent(p, t)) for p, t in zip(primal_outs, tangent_outs, strict=True)]
 
 

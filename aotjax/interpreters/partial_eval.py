@@ -29,7 +29,7 @@ import numpy as np
 
 from aotjax.core.avals import ShapedArray, aval_of_value
 from aotjax.core.errors import UnsupportedError
-from aotjax.core.interpreter import Trace, Tracer, full_raise, new_main
+from aotjax.core.interpreter import Trace, Tracer, below, full_raise, new_main
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from aotjax.core.primitive import Kind, Primitive, abstract_eval
 from aotjax.core.source_info import SourceInfo, user_source_info, where
@@ -62,10 +62,13 @@ class PartialVal:
 
 
 class ResidualSource(NamedTuple):
-    """Where a residual was computed: the primitive and the user's source line (None for inputs)."""
+    """Where a residual was computed: the primitive and the user's source line (None for inputs).
+    `recipe` is `(primitive, params)` for a value made from no operand (a constant such as the zeros
+    a jvp rule instantiates): the unknown jaxpr makes it again rather than reading it as a residual."""
 
     primitive: str | None
     source_info: SourceInfo | None
+    recipe: tuple | None = None
 
 
 def _literal_value(val):
@@ -74,6 +77,8 @@ def _literal_value(val):
     if isinstance(val, (bool, int, float, complex, np.generic)) or (isinstance(val, np.ndarray) and val.ndim == 0):
         arr = np.asarray(val)
         return (arr.astype(np.float32) if type(val) is float else arr)[()]
+    if type(val) is Tensor and not val.shape:  # NOTE: a concrete 0-d tensor (a rule's scalar operand)
+        return np.asarray(val)[()]
     return None
 
 
@@ -114,6 +119,7 @@ class _UnknownBuilder:
         self.residuals: list = []
         self.sources: list[ResidualSource] = []
         self._by_id: dict[int, Var] = {}
+        self._made: list = []
 
     def atom(self, t: PartialEvalTracer):
         """The jaxpr atom reading tracer `t`: its variable, a literal, or a residual variable."""
@@ -124,6 +130,11 @@ class _UnknownBuilder:
         if lit is not None:
             return Literal(lit, aval_of_value(lit))
         var = self._by_id.get(id(const))
+        if var is None and t.source is not None and t.source.recipe is not None:
+            prim, params = t.source.recipe  # NOTE: made from nothing: cheaper to make again than to save
+            var = self._by_id[id(const)] = Var(t.aval)
+            self._made.append(const)  # NOTE: keeps `const` alive, so its id stays unique
+            self.eqns.append(Eqn(prim, [], [var], dict(params), t.source.source_info))
         if var is None:
             var = self._by_id[id(const)] = Var(t.aval, hint="residual")
             self.residual_vars.append(var)
@@ -195,7 +206,8 @@ class PartialEvalTrace(Trace):
             return self.bind_known(prim, tracers, params)
         rule = partial_eval_rules.get(prim)
         if rule is not None:
-            return rule(self, tracers, **params)
+            with below(self.main):  # NOTE: what the rule computes on known values belongs below this trace
+                return rule(self, tracers, **params)
         if prim.kind is Kind.MUTATION:
             raise UnsupportedError(
                 f"{prim.name}: partial evaluation of an in-place write to a value that is not known yet"
@@ -204,14 +216,15 @@ class PartialEvalTrace(Trace):
 
     def bind_known(self, prim, tracers, params) -> list:
         """Compute `prim` on known operands at the level below."""
-        outs = prim.bind(*(t.pval.const for t in tracers), **params)
+        with below(self.main):
+            outs = prim.bind(*(t.pval.const for t in tracers), **params)
         if prim.kind is Kind.MUTATION:  # NOTE: the known value itself was written; refresh its tracers
             written = [tracers[i] for i in prim.mutates]
             for t in written:
                 t.pval = PartialVal.known(t.pval.const)
                 t._aval = t.pval.aval
             return written
-        source = ResidualSource(prim.name, user_source_info())
+        source = ResidualSource(prim.name, user_source_info(), None if tracers else (prim, dict(params)))
         return [self.known(o, source) for o in (outs if prim.multiple_results else [outs])]
 
     def record(self, prim, tracers, params) -> list:

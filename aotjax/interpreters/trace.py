@@ -10,10 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from aotjax.core.avals import ShapedArray, aval_of_value
-from aotjax.core.interpreter import Trace, Tracer
+from aotjax.core.interpreter import Trace, Tracer, full_raise, new_main
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from aotjax.core.primitive import Kind, abstract_eval
 from aotjax.core.source_info import user_source_info
+from aotjax.core.typecheck import typecheck, typecheck_enabled
 from aotjax.tensor import Tensor
 
 
@@ -89,3 +90,16 @@ class JaxprTrace(Trace):
                 t._aval = v.aval
             return written
         return [JaxprTracer(self, v) for v in outvars]
+
+
+def trace_flat(fun, avals) -> ClosedJaxpr:
+    """Trace `fun` (flat inputs of `avals`, returning a flat list) into a ClosedJaxpr: what rules of
+    higher-order primitives use to build the sub-jaxprs of their transformed forms."""
+    with new_main(JaxprTrace, JaxprBuilder(), dynamic=True) as main:
+        trace = main.trace
+        in_tracers = [trace.builder.new_arg(trace, a) for a in avals]
+        outs = [full_raise(trace, o) for o in fun(*in_tracers)]
+        closed = trace.builder.build([t._var for t in in_tracers], outs)
+    if typecheck_enabled():
+        typecheck(closed)
+    return closed

@@ -22,6 +22,7 @@ from aotjax.core.avals import ShapedArray
 from aotjax.core.interpreter import bind, get_aval
 from aotjax.core.ir import ClosedJaxpr, Jaxpr, Literal
 from aotjax.core.primitive import Primitive
+from aotjax.core.source_info import source_info_of
 from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate
 from aotjax.interpreters.partial_eval import PartialVal, partial_eval_flat
 
@@ -177,7 +178,8 @@ def backward_pass(jaxpr: Jaxpr | ClosedJaxpr, consts: Sequence, args: Sequence, 
             linear.update(eqn.outputs)
             linear_eqns.append(eqn)
         else:
-            outs = bind(eqn.primitive, *map(read_primal, eqn.inputs), **eqn.params)
+            with source_info_of(eqn.source_info):
+                outs = bind(eqn.primitive, *map(read_primal, eqn.inputs), **eqn.params)
             primal_env.update(zip(eqn.outputs, outs if eqn.primitive.multiple_results else [outs]))
 
     ct_env: dict = {}
@@ -196,10 +198,11 @@ def backward_pass(jaxpr: Jaxpr | ClosedJaxpr, consts: Sequence, args: Sequence, 
         if all(isinstance(c, Zero) for c in cts):
             continue
         rule = _transpose_rule(eqn.primitive)
-        cts_in = rule(cts if eqn.primitive.multiple_results else cts[0], *map(read_primal, eqn.inputs),
-                      **eqn.params)
-        for a, ct in zip(eqn.inputs, cts_in, strict=True):
-            write_ct(a, ct, eqn.primitive)
+        with source_info_of(eqn.source_info):
+            cts_in = rule(cts if eqn.primitive.multiple_results else cts[0], *map(read_primal, eqn.inputs),
+                          **eqn.params)
+            for a, ct in zip(eqn.inputs, cts_in, strict=True):
+                write_ct(a, ct, eqn.primitive)
     out = [ct_env.get(v, Zero(v.aval)) for v, a in zip(jaxpr.invars, args) if is_undefined(a)]
     return [_instantiate(c) for c in out] if instantiate else out
 

@@ -1,6 +1,10 @@
 """Primitives grouped by family. Each family module defines its primitives with every rule beside
 them, and the user-facing op functions (which are also Tensor methods)."""
-from aotjax.ops import random  # noqa: F401
+from aotjax.ops import (  # noqa: F401
+    custom_derivatives,  # noqa: F401  (registers the custom_jvp/custom_vjp primitives)
+    random,
+    remat,
+)
 from aotjax.ops._frontend import *  # noqa: F401,F403
 from aotjax.ops.creation import *  # noqa: F401,F403
 from aotjax.ops.elementwise import *  # noqa: F401,F403

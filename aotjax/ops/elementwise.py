@@ -544,7 +544,7 @@ mul_p, mul__p, mul, mul_ = _binary_family("mul", jnp.multiply, _ANY, """`x * y`,
     >>> aotjax.mul(aotjax.tensor([1, 2]), 3)
     tensor([3, 6])
     """)
-defjvp(mul_p, lambda t, x, y: mul(t, y), lambda t, x, y: mul(x, t))
+defjvp(mul_p, lambda t, x, y: mul_p.bind(t, y), lambda t, x, y: mul_p.bind(x, t))
 deflinear2_transpose(mul_p, lambda ct, x, y: unbroadcast(mul_p.bind(ct, y), x.aval),
                      lambda ct, x, y: unbroadcast(mul_p.bind(x, ct), y.aval))
 remainder_p, remainder__p, remainder, remainder_ = _binary_family(

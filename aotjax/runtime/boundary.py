@@ -23,9 +23,9 @@ import jax
 
 from aotjax.core import views
 from aotjax.core.avals import ShapedArray
-from aotjax.core.interpreter import get_aval
+from aotjax.core.interpreter import below, get_aval
 from aotjax.core.primitive import all_primitives
-from aotjax.interpreters.functionalize import FunctionalStorage, FunctionalTensor
+from aotjax.interpreters.functionalize import FunctionalStorage, FunctionalTensor, current_value
 from aotjax.tensor import Tensor
 
 _SCALARS = (bool, int, float, complex)
@@ -288,6 +288,28 @@ def group_base(g: InputGroup, leaves: list):
     """The caller-level base of group `g` in a call whose flat arguments are `leaves`."""
     x = leaves[g.leaves[0][0]]
     return _storage_base(x) if g.synthetic else x
+
+
+def entry_bases(groups: list[InputGroup], leaves: list) -> list:
+    """The groups' bases as the body sees them: snapshots of the values at entry, so that what the body
+    keeps of them (residuals, views) never sees the write-back into the caller's tensors."""
+    return [snapshot(group_base(g, leaves)) for g in groups]
+
+
+def snapshot(x):
+    """A new tensor with `x`'s current value and layout, sharing no storage with it (no data is copied:
+    the underlying arrays are immutable)."""
+    if type(x) is Tensor:
+        from aotjax.interpreters.eval import read  # NOTE: runtime sits above the eval interpreter
+
+        t = Tensor._wrap(read(x))
+    elif isinstance(x, FunctionalTensor):
+        with below(x._trace.main):
+            t = FunctionalTensor(x._trace, FunctionalStorage(current_value(x)), (), x.aval)
+    else:
+        return x
+    t._strides, t._offset = x._strides, x._offset
+    return t
 
 
 def apply(meta: BoundaryMeta, leaves: list, new_bases: list, bases: list, wrap=None) -> Any:

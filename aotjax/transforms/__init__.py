@@ -1,4 +1,8 @@
 """User-facing transforms, each built from interpreters."""
+from aotjax.transforms.autodiff import grad, hessian, jacfwd, jacrev, jvp, linearize, stop_gradient, value_and_grad, vjp
+from aotjax.transforms.checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat
+from aotjax.transforms.custom_derivatives import custom_jvp, custom_vjp
+from aotjax.transforms.forward_backward import forward_backward, print_saved_residuals, saved_residuals
 from aotjax.transforms.functionalize import functionalize
 from aotjax.transforms.jit import jit
 from aotjax.transforms.make_jaxpr import make_jaxpr

@@ -112,3 +112,4 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
 
     return wrapped
 
+

@@ -48,7 +48,7 @@ def test_residuals_are_labelled_with_the_line_that_computed_them():
     jaxpr, _, residuals = partial_eval_flat(f, [K(x), U(y.aval)])
     sources = jaxpr.meta["residual_sources"]
     assert sources[0].primitive == "sin" and sources[0].source_info.function == "f"
-    assert sources[1] == (None, None)  # the known input itself
+    assert sources[1].primitive is None and sources[1].source_info is None  # the known input itself
     assert residuals[1] is x
     assert all(e.source_info is not None and e.source_info.function == "f" for e in jaxpr.eqns)
 
@@ -136,3 +136,21 @@ def test_partial_eval_rules_replace_the_default_for_unknown_operands():
         del partial_eval_rules[mul_p]
     assert calls == [[True, False]]  # (x * x) * y: not called for the all-known x * x
     assert names(jaxpr) == ["mul"]
+
+
+def test_constants_made_from_nothing_are_made_again_not_saved():
+    """A zero tensor a jvp rule instantiates is rebuilt in the tangent program, never a residual."""
+    from aotjax.interpreters.jvp import jvp_flat
+    from aotjax.ops.views import select_scatter_p
+
+    x = f64(1.0, 2.0, 3.0)
+    src = aotjax.full((2,), 5.0, dtype=aotjax.float64)  # a constant: its tangent is a symbolic zero
+
+    def f_jvp(x, t):
+        p, tan = jvp_flat(lambda x: [select_scatter_p.bind(x.sin().view(3, 1).expand(3, 2), src, dim=0, index=1)],
+                          [x], [t])
+        return [*p, *tan]
+
+    jaxpr, _, residuals = partial_eval_flat(f_jvp, [K(x), U(x.aval)])
+    assert [tuple(r.shape) for r in residuals] == [(3,)]  # cos(x) only, no zeros saved
+    assert any(e.primitive.name == "full" and not e.inputs for e in jaxpr.eqns)  # the zeros are made again

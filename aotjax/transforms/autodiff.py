@@ -1,0 +1,418 @@
+"""Derivatives: `jvp`, `linearize`, `vjp`, `grad`, `value_and_grad`, `jacfwd`, `jacrev`, `hessian`.
+
+Every transform here functionalizes first, at the same call boundary as `jit`: the function of the
+input groups' bases that functionalize computes is what is differentiated, so only pure primitives
+reach the jvp, partial-evaluation and transpose interpreters. `vjp = linearize + transpose`, and
+`linearize = jvp + partial_eval` (autodidax's structure): the known part runs now (it is the forward
+program and computes the residuals), the unknown part is the linear tangent program, which
+`transpose` runs backwards.
+
+Semantics with mutation:
+
+- the derivative is taken with respect to the value each argument holds at entry; the function's
+  writes into its arguments and view changes (`t_`) happen to the caller, once, as in eager, and
+  outputs that alias arguments are views of them;
+- aliased arguments (views of one storage, passed as different arguments) are differentiated
+  through their shared storage: the gradient of each is the gradient with respect to the storage,
+  read through that argument's view (so `f(x[0], x[0])` gives both arguments the total derivative,
+  and `jvp` sums the tangents of aliased arguments into the storage).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import jax
+import numpy as np
+
+from aotjax.core import views
+from aotjax.core.errors import DTypeError, ShapeError
+from aotjax.core.eval_jaxpr import eval_jaxpr
+from aotjax.core.interpreter import below, get_aval, new_main
+from aotjax.core.source_info import where
+from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate, is_differentiable
+from aotjax.interpreters.functionalize import FunctionalizeTrace, FunctionalTensor, current_value
+from aotjax.interpreters.jvp import jvp_flat
+from aotjax.interpreters.partial_eval import PartialVal, partial_eval_flat
+from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass
+from aotjax.runtime import boundary
+from aotjax.tensor import Tensor
+
+_SCALARS = (bool, int, float, complex)
+
+
+def _bind(prim, *args, **params):
+    return prim.bind(*args, **params)
+
+
+# -- the differentiated function: functionalize at the boundary -------------------------------------
+class _Boundary:
+    """A call of `fun` on `args`: its flat arguments, input groups and, once `pure` has run, the
+    boundary record. `pure(*bases)` is the function of the groups' bases that is differentiated: it
+    returns the values of the differentiated outputs, then the written inputs' new bases and the
+    intermediate bases (for the boundary)."""
+
+    def __init__(self, fun: Callable, args: Sequence, kwargs: dict, has_aux: bool, what: str):
+        self.fun, self.has_aux, self.what = fun, has_aux, what
+        self.leaves, self.in_tree = jax.tree_util.tree_flatten((list(args), kwargs))
+        self.groups = boundary.group_inputs(self.leaves)
+        self.bases = boundary.entry_bases(self.groups, self.leaves)
+        self.meta = None
+
+    def pure(self, *bases) -> list:
+        with new_main(FunctionalizeTrace, dynamic=True) as main:
+            inner = boundary.enter(main.trace, self.groups, list(bases), self.leaves)
+            args, kwargs = jax.tree_util.tree_unflatten(self.in_tree, inner)
+            out = self.fun(*args, **kwargs)
+            if self.has_aux:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise TypeError(f"{self.what} with has_aux=True: the function must return a pair "
+                                    f"(output, aux), got {type(out).__name__}{where()}")
+                out, aux = out
+            else:
+                aux = None
+            main_leaves, self.main_tree = jax.tree_util.tree_flatten(out)
+            out_leaves, out_tree = jax.tree_util.tree_flatten((out, aux))
+            body = boundary.collect(main.trace, self.groups, inner, out_leaves, out_tree)
+            with below(main):
+                values = [current_value(o) if isinstance(o, FunctionalTensor) and o._trace is main.trace else o
+                          for o in main_leaves]
+        self.meta, self.n_main = body.meta, len(main_leaves)
+        self.n_new, self.n_bases = len(body.new_bases), len(body.bases)
+        return [*values, *body.new_bases, *body.bases]
+
+    def finish(self, flat_out: list):
+        """Apply the boundary to the caller (writes, view changes) and return `(out, aux)`."""
+        new_bases = flat_out[self.n_main:self.n_main + self.n_new]
+        bases = flat_out[self.n_main + self.n_new:]
+        return boundary.apply(self.meta, self.leaves, new_bases, bases)
+
+    def groups_of(self, leaf_indices) -> list[bool]:
+        """Which groups hold one of `leaf_indices` (those bases get tangents)."""
+        wanted = set(leaf_indices)
+        return [any(i in wanted for idxs in g.leaves for i in idxs) for g in self.groups]
+
+    def leaf_cotangent(self, i: int, base_cts: list):
+        """The cotangent of flat argument `i`: its group's, read through its view if the group shares
+        a storage (the documented rule for aliased arguments)."""
+        for gi, g in enumerate(self.groups):
+            for idxs, chain in zip(g.leaves, g.chains, strict=True):
+                if i in idxs:
+                    ct = base_cts[gi]
+                    if isinstance(ct, Zero) or ct is None:
+                        return _zeros_for(self.leaves[i])
+                    return views.apply_chain(_bind, ct, chain) if chain else ct
+        return _zeros_for(self.leaves[i])
+
+    def base_tangents(self, leaf_tangents: dict) -> list:
+        """Tangents of the groups' bases from tangents of flat arguments (aliased ones summed into
+        their storage through their views)."""
+        out = []
+        for g, base in zip(self.groups, self.bases, strict=True):
+            t = Zero(get_aval(base))
+            for idxs, chain in zip(g.leaves, g.chains, strict=True):
+                lt = leaf_tangents.get(idxs[0])
+                if lt is None:
+                    continue
+                if chain:
+                    lt = views.write_through(_bind, instantiate(Zero(get_aval(base))), chain, lt)
+                t = add_tangents(t, lt)
+            out.append(None if isinstance(t, Zero) else t)
+        return out
+
+
+def _zeros_for(x):
+    from aotjax.ops.creation import zeros  # NOTE: transforms sit above ops; lazy keeps import order simple
+
+    aval = get_aval(x) if not isinstance(x, _SCALARS) else get_aval(np.asarray(x))
+    return zeros(*aval.shape, dtype=aval.dtype)
+
+
+def _fresh(ct, seeds: list):
+    """A gradient the user owns: a view or a seed cotangent passed through is copied."""
+    if isinstance(ct, Tensor) and (ct._chain or any(ct is s for s in seeds) or ct._strides is not None):
+        return ct.clone()
+    return ct
+
+
+def _as_tensors(args: Sequence, argnums: Sequence[int]) -> list:
+    """The arguments, with Python scalars at `argnums` made 0-d tensors (so they can be differentiated)."""
+    from aotjax.ops._frontend import as_tensor  # NOTE: lazy, see _zeros_for
+
+    args = list(args)
+    for i in argnums:
+        args[i] = jax.tree_util.tree_map(lambda x: as_tensor(x) if isinstance(x, _SCALARS) else x, args[i])
+    return args
+
+
+# -- linearize ----------------------------------------------------------------------------------------
+def linearize_flat(fun: Callable, primals: list, diff: list[bool]):
+    """`fun`'s outputs at `primals` and its linearization in the primals marked `diff`: returns
+    `(primal_outs, linear_jaxpr, residuals, tangent_known)` where `linear_jaxpr` takes the residuals
+    then one tangent per differentiated primal and returns the output tangents that depend on them
+    (`tangent_known[k]` is True for an output whose tangent is a known zero, not returned)."""
+    n = len(primals)
+    tangent_avals = [get_aval(p) for p, d in zip(primals, diff, strict=True) if d]
+    pvals = [PartialVal.known(p) for p in primals] + [PartialVal.unknown(a) for a in tangent_avals]
+
+    def f_jvp(*args):
+        tangents = iter(args[n:])
+        p_out, t_out = jvp_flat(fun, list(args[:n]), [next(tangents) if d else None for d in diff])
+        return [*p_out, *t_out]
+
+    jaxpr, pvals_out, residuals = partial_eval_flat(f_jvp, pvals)
+    m = len(pvals_out) // 2
+    primal_outs = [pv.const for pv in pvals_out[:m]]
+    return primal_outs, jaxpr, residuals, [pv.is_known for pv in pvals_out[m:]], tangent_avals
+
+
+def _check_differentiable(what: str, leaves: list, indices) -> None:
+    for i in indices:
+        x = leaves[i]
+        dtype = get_aval(x).dtype if not isinstance(x, _SCALARS) else np.asarray(x).dtype
+        if not is_differentiable(dtype):
+            raise DTypeError(f"{what}: can only differentiate with respect to floating-point inputs, but argument "
+                             f"leaf {i} has dtype {np.dtype(dtype).name}{where()}; convert it (`x.float()`) or leave "
+                             f"it out of argnums")
+
+
+def _leaf_range(in_tree_args: list, argnums: Sequence[int]) -> list[int]:
+    """Flat indices of the leaves of positional arguments `argnums`."""
+    counts = [len(jax.tree_util.tree_leaves(a)) for a in in_tree_args]
+    starts = np.cumsum([0] + counts)
+    return [i for a in argnums for i in range(starts[a], starts[a + 1])]
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False):
+    """`(out, vjp_fn)` or `(out, vjp_fn, aux)`: `fun(*primals)` and the function mapping a cotangent of
+    `out` (same structure) to the cotangents of `primals` (a tuple, one per argument).
+
+    `fun` runs once, now: its writes into its arguments happen (as in eager) and the derivative is
+    with respect to the arguments' values at entry.
+
+    >>> out, f_vjp = aotjax.vjp(lambda x: x.sin() * 2, aotjax.tensor([0.0, 1.0]))
+    >>> f_vjp(aotjax.ones(2))
+    (tensor([2.       , 1.0806046]),)
+    """
+    call = _Boundary(fun, primals, {}, has_aux, "vjp")
+    leaf_idx = list(range(len(call.leaves)))
+    diff_leaves = [i for i in leaf_idx if is_differentiable(_leaf_dtype(call.leaves[i]))]
+    diff = call.groups_of(diff_leaves)
+    primal_outs, jaxpr, residuals, known, _ = linearize_flat(call.pure, call.bases, diff)
+    out, aux = call.finish(primal_outs)
+    n_main, main_tree = call.n_main, call.main_tree
+    arg_trees = [jax.tree_util.tree_structure(p) for p in primals]
+
+    def vjp_fn(ct):
+        ct_leaves, ct_tree = jax.tree_util.tree_flatten(ct)
+        if ct_tree != main_tree:
+            raise TypeError(f"vjp: the cotangent has structure {ct_tree}, but the output has {main_tree}")
+        for c, o in zip(ct_leaves, jax.tree_util.tree_leaves(out), strict=True):
+            if tuple(getattr(c, "shape", ())) != tuple(o.shape):
+                raise ShapeError(f"vjp: a cotangent of shape {list(c.shape)} was given for an output of shape "
+                                 f"{list(o.shape)}{where()}")
+        all_cts = [*ct_leaves, *[None] * (len(known) - n_main)]
+        cts = [c if c is not None else Zero(get_aval(primal_outs[k]))
+               for k, (c, kn) in enumerate(zip(all_cts, known, strict=True)) if not kn]
+        undefined = [UndefinedPrimal(get_aval(b)) for b, d in zip(call.bases, diff, strict=True) if d]
+        base_cts_it = iter(backward_pass(jaxpr, [], [*residuals, *undefined], cts))
+        base_cts = [next(base_cts_it) if d else None for d in diff]
+        leaf_cts = [_fresh(call.leaf_cotangent(i, base_cts), ct_leaves) for i in leaf_idx]
+        args_cts, _ = jax.tree_util.tree_unflatten(call.in_tree, leaf_cts)
+        return tuple(jax.tree_util.tree_unflatten(t, jax.tree_util.tree_leaves(a))
+                     for t, a in zip(arg_trees, args_cts, strict=True))
+
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def _leaf_dtype(x):
+    return get_aval(x).dtype if not isinstance(x, _SCALARS) else np.asarray(x).dtype
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """A function returning `(fun(*args), gradient)` (with `has_aux`: `((out, aux), gradient)`); the
+    gradient is with respect to the positional arguments `argnums` (an int: that argument's
+    structure; a tuple: a tuple of them). `fun` must return a scalar floating-point tensor.
+
+    >>> def loss(w, x):
+    ...     w.mul_(2)                      # written in place: the caller's w is doubled
+    ...     return (w * x).sum()
+    >>> w = aotjax.ones(3)
+    >>> aotjax.value_and_grad(loss)(w, aotjax.tensor([1.0, 2.0, 3.0])), w
+    ((tensor(12.), tensor([2., 4., 6.])), tensor([2., 2., 2.]))
+    """
+    single = isinstance(argnums, int)
+    argnums_t = (argnums,) if single else tuple(argnums)
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        args = _as_tensors(args, argnums_t)
+        call = _Boundary(fun, args, kwargs, has_aux, "grad")
+        diff_leaves = _leaf_range(args, argnums_t)
+        _check_differentiable("grad", call.leaves, diff_leaves)
+        diff = call.groups_of(diff_leaves)
+        primal_outs, jaxpr, residuals, known, _ = linearize_flat(call.pure, call.bases, diff)
+        if call.n_main != 1 or get_aval(primal_outs[0]).shape != ():
+            shapes = [get_aval(o).str_short() for o in primal_outs[:call.n_main]]
+            raise ShapeError(f"grad: the function must return a scalar (a 0-d tensor), got {', '.join(shapes)}"
+                             f"{where()}; use vjp, or reduce the output (`.sum()`)")
+        out_aval = get_aval(primal_outs[0])
+        if not is_differentiable(out_aval.dtype):
+            raise DTypeError(f"grad: the function must return a floating-point scalar, got {out_aval.str_short()}")
+        from aotjax.ops.creation import ones  # NOTE: lazy, see _zeros_for
+
+        seed = ones((), dtype=out_aval.dtype)
+        cts = [seed if k == 0 else Zero(get_aval(primal_outs[k])) for k, kn in enumerate(known) if not kn]
+        undefined = [UndefinedPrimal(get_aval(b)) for b, d in zip(call.bases, diff, strict=True) if d]
+        base_cts_it = iter(backward_pass(jaxpr, [], [*residuals, *undefined], cts))
+        base_cts = [next(base_cts_it) if d else None for d in diff]
+        leaf_cts = {i: _fresh(call.leaf_cotangent(i, base_cts), [seed]) for i in diff_leaves}
+        # NOTE: the write-back comes after the backward: traced as written, a residual may be a view of
+        # an argument, which the write-back overwrites.
+        out, aux = call.finish(primal_outs)
+        grads = []
+        for a in argnums_t:
+            idx = _leaf_range(args, (a,))
+            grads.append(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(args[a]),
+                                                      [leaf_cts[i] for i in idx]))
+        g = grads[0] if single else tuple(grads)
+        return ((out, aux) if has_aux else out), g
+
+    return wrapped
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The gradient of scalar-valued `fun` with respect to positional arguments `argnums` (with
+    `has_aux`: `(gradient, aux)`). Writes `fun` makes into its arguments happen, as in eager; the
+    gradient is with respect to the values at entry. Composes: `grad(grad(f))`, `jit(grad(f))`.
+
+    >>> b = aotjax.ones(4)
+    >>> def f(a):
+    ...     b = a * 2
+    ...     b[1:].mul_(3)                    # written in place through a view
+    ...     return b.sum()
+    >>> aotjax.grad(f)(aotjax.ones(4))
+    tensor([2., 6., 6., 6.])
+    """
+    vg = value_and_grad(fun, argnums, has_aux)
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        (out, g) = vg(*args, **kwargs)
+        return (g, out[1]) if has_aux else g
+
+    return wrapped
+
+
+def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False):
+    """`(fun(*primals), directional derivative along tangents)`, JAX's signature: `primals` and
+    `tangents` are tuples of the same structure (a tangent per primal leaf).
+
+    >>> aotjax.jvp(lambda x: x * x, (aotjax.tensor([3.0]),), (aotjax.tensor([1.0]),))
+    (tensor([9.]), tensor([6.]))
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    call = _Boundary(fun, primals, {}, has_aux, "jvp")
+    t_leaves, t_tree = jax.tree_util.tree_flatten((list(tangents), {}))
+    if t_tree != call.in_tree:
+        raise TypeError(f"jvp: tangents have structure {t_tree}, but primals have {call.in_tree}")
+    base_tangents = call.base_tangents({i: t for i, t in enumerate(t_leaves)
+                                        if is_differentiable(_leaf_dtype(call.leaves[i]))})
+    outs, out_tangents = jvp_flat(call.pure, call.bases, base_tangents)
+    out, aux = call.finish(outs)
+    t_out = jax.tree_util.tree_unflatten(call.main_tree, out_tangents[:call.n_main])
+    return (out, t_out, aux) if has_aux else (out, t_out)
+
+
+def linearize(fun: Callable, *primals):
+    """`(fun(*primals), f_jvp)` where `f_jvp(*tangents)` is the linear map `jvp` would apply, evaluated
+    from saved residuals without running `fun` again.
+
+    >>> out, f_jvp = aotjax.linearize(lambda x: x.sin(), aotjax.tensor([0.0]))
+    >>> f_jvp(aotjax.tensor([3.0]))
+    tensor([3.])
+    """
+    call = _Boundary(fun, primals, {}, False, "linearize")
+    diff = call.groups_of([i for i, x in enumerate(call.leaves) if is_differentiable(_leaf_dtype(x))])
+    primal_outs, jaxpr, residuals, known, _ = linearize_flat(call.pure, call.bases, diff)
+    out, _ = call.finish(primal_outs)
+    n_main = call.n_main
+
+    def f_jvp(*tangents):
+        t_leaves, _ = jax.tree_util.tree_flatten((list(tangents), {}))
+        base_t = call.base_tangents(dict(enumerate(t_leaves)))
+        ins = [instantiate(t if t is not None else Zero(get_aval(b)))
+               for t, b, d in zip(base_t, call.bases, diff, strict=True) if d]
+        unknown_outs = iter(eval_jaxpr(jaxpr, *residuals, *ins))
+        outs = [_zeros_for(primal_outs[k]) if kn else next(unknown_outs) for k, kn in enumerate(known)]
+        return jax.tree_util.tree_unflatten(call.main_tree, outs[:n_main])
+
+    return out, f_jvp
+
+
+def _single_tensor(what: str, x):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{what}: expected a single Tensor argument and output, got {type(x).__name__}{where()}")
+    return x
+
+
+def jacfwd(fun: Callable, argnums: int = 0) -> Callable:
+    """The Jacobian of `fun` with respect to argument `argnums`, by forward mode (one `jvp` of the
+    linearization per input element): shape `out.shape + x.shape`.
+
+    >>> aotjax.jacfwd(lambda x: x * x)(aotjax.tensor([1.0, 2.0]))
+    tensor([[2., 0.],
+            [0., 4.]])
+    """
+    from aotjax.ops import eye, stack  # NOTE: lazy, see _zeros_for
+
+    def jac(*args):
+        x = _single_tensor("jacfwd", args[argnums])
+        out, f_jvp = linearize(lambda xi: fun(*args[:argnums], xi, *args[argnums + 1:]), x)
+        basis = eye(x.numel(), dtype=x.dtype)
+        cols = [f_jvp(basis[i].view(x.shape)) for i in range(x.numel())]
+        out = _single_tensor("jacfwd", out)
+        return stack(cols, dim=-1).reshape(*out.shape, *x.shape)
+
+    return jac
+
+
+def jacrev(fun: Callable, argnums: int = 0) -> Callable:
+    """The Jacobian of `fun` with respect to argument `argnums`, by reverse mode (one backward pass per
+    output element): shape `out.shape + x.shape`.
+
+    >>> aotjax.jacrev(lambda x: x.sum() * x)(aotjax.tensor([1.0, 2.0]))
+    tensor([[4., 1.],
+            [2., 5.]])
+    """
+    from aotjax.ops import eye, stack  # NOTE: lazy, see _zeros_for
+
+    def jac(*args):
+        x = _single_tensor("jacrev", args[argnums])
+        out, f_vjp = vjp(lambda xi: fun(*args[:argnums], xi, *args[argnums + 1:]), x)
+        out = _single_tensor("jacrev", out)
+        basis = eye(out.numel(), dtype=out.dtype)
+        rows = [f_vjp(basis[i].view(out.shape))[0] for i in range(out.numel())]
+        return stack(rows, dim=0).reshape(*out.shape, *x.shape)
+
+    return jac
+
+
+def hessian(fun: Callable, argnums: int = 0) -> Callable:
+    """The Hessian of scalar-valued `fun`: `jacfwd(jacrev(fun))`.
+
+    >>> aotjax.hessian(lambda x: (x ** 3).sum())(aotjax.tensor([1.0, 2.0]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]])
+    """
+    return jacfwd(jacrev(fun, argnums), argnums)
+
+
+def stop_gradient(x: Any) -> Any:
+    """`x` with a zero derivative (every Tensor leaf of a pytree detached: a view sharing its storage,
+    as `Tensor.detach`).
+
+    >>> aotjax.grad(lambda x: (x * aotjax.stop_gradient(x)).sum())(aotjax.tensor([3.0]))
+    tensor([3.])
+    """
+    return jax.tree_util.tree_map(lambda t: t.detach() if isinstance(t, Tensor) else t, x)

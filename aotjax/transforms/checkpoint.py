@@ -1,0 +1,127 @@
+"""`checkpoint` (alias `remat`): rematerialization regions, with JAX's policies; `checkpoint_name`.
+
+A checkpointed region is staged (functionalized, so it may use views and in-place ops on its own
+values) into one `checkpoint` equation. Differentiated, its intermediates are saved for the
+backward only where the policy allows; the rest the backward recomputes from the region's inputs
+(see `aotjax.ops.remat`).
+
+Policies are `policy(prim, *avals, **params) -> bool` ("may this primitive's output be saved?"):
+`nothing_saveable` (the default: save only the region's inputs), `everything_saveable`,
+`dots_saveable` (matmul and einsum outputs), `save_only_these_names(*names)` and
+`save_anything_except_these_names(*names)` (values marked with `checkpoint_name`).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+from aotjax.core.errors import UnsupportedError
+from aotjax.core.source_info import where
+from aotjax.ops.linalg import einsum_p, matmul_p
+from aotjax.ops.remat import checkpoint_p, name_p
+from aotjax.runtime import boundary
+from aotjax.transforms.functionalize import stage_functionalized
+
+
+# -- policies ------------------------------------------------------------------------------------------
+def everything_saveable(prim, *avals, **params) -> bool:
+    """Save every intermediate (no recomputation)."""
+    return True
+
+
+def nothing_saveable(prim, *avals, **params) -> bool:
+    """Save nothing but the region's inputs: the backward recomputes the region."""
+    return False
+
+
+def dots_saveable(prim, *avals, **params) -> bool:
+    """Save the outputs of matrix products (`matmul`, `einsum`); recompute the cheap rest."""
+    return prim is matmul_p or prim is einsum_p
+
+
+def save_only_these_names(*names: str) -> Callable:
+    """Save only the values marked `checkpoint_name(x, name)` with one of `names`."""
+    wanted = frozenset(names)
+
+    def policy(prim, *avals, **params) -> bool:
+        return prim is name_p and params["name"] in wanted
+
+    policy.__name__ = f"save_only_these_names{tuple(sorted(wanted))}"
+    return policy
+
+
+def save_anything_except_these_names(*names: str) -> Callable:
+    """Save everything except the values marked `checkpoint_name(x, name)` with one of `names` (and the
+    computation feeding only them)."""
+    unwanted = frozenset(names)
+
+    def policy(prim, *avals, **params) -> bool:
+        return not (prim is name_p and params["name"] in unwanted)
+
+    policy.__name__ = f"save_anything_except_these_names{tuple(sorted(unwanted))}"
+    return policy
+
+
+class checkpoint_policies:  # noqa: N801  (a namespace, named as JAX's)
+    """The policies, as `aotjax.checkpoint_policies.dots_saveable` etc."""
+
+    everything_saveable = staticmethod(everything_saveable)
+    nothing_saveable = staticmethod(nothing_saveable)
+    dots_saveable = staticmethod(dots_saveable)
+    save_only_these_names = staticmethod(save_only_these_names)
+    save_anything_except_these_names = staticmethod(save_anything_except_these_names)
+
+
+# -- the transform -------------------------------------------------------------------------------------
+def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool = True,
+               static_argnums: int | tuple = ()) -> Callable:
+    """`fun`, with its intermediates recomputed in the backward instead of saved, except those
+    `policy` allows (default `nothing_saveable`). `prevent_cse` keeps XLA from merging the
+    recomputation with the forward when both land in one program (an `optimization_barrier`).
+
+    >>> f = aotjax.checkpoint(lambda x: x.sin().sin())
+    >>> aotjax.grad(lambda x: f(x).sum())(aotjax.tensor([0.0]))
+    tensor([1.])
+    >>> aotjax.print_saved_residuals(lambda x: f(x).sum(), aotjax.tensor([0.0]))
+    f32[1]  4 bytes  argument x
+    """
+    policy = policy or nothing_saveable
+    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        staged = stage_functionalized(fun, args, kwargs, static_argnums, "checkpoint")
+        meta, closed = staged.meta, staged.jaxpr
+        if meta.mutated or meta.metadata:
+            raise UnsupportedError(f"checkpoint: the region writes into its arguments in place{where()}; write "
+                                   f"into a copy (`x.clone()`), or move the write out of the checkpointed function")
+        leaves = staged.leaves
+        consts, jaxpr = _closure_convert(closed)
+        bases = [boundary.group_base(g, leaves) for g in meta.groups]
+        outs = checkpoint_p.bind(*consts, *bases, jaxpr=jaxpr, policy=policy, prevent_cse=prevent_cse)
+        by_kind = dict(zip(meta.layout, outs, strict=True))
+        return boundary.apply(meta, leaves, [], [by_kind[("base", k)] for k in range(meta.n_bases)])
+
+    return wrapped
+
+
+remat = checkpoint
+
+
+def _closure_convert(closed):
+    """The region's constants become leading operands (they may be tracers of enclosing transforms)."""
+    from aotjax.core.ir import ClosedJaxpr, Jaxpr
+
+    jaxpr = closed.jaxpr
+    converted = Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.eqns, jaxpr.outvars)
+    return list(closed.consts), ClosedJaxpr(converted, [])
+
+
+def checkpoint_name(x, name: str):
+    """`x`, marked with `name` for the checkpoint policies `save_only_these_names` and
+    `save_anything_except_these_names`.
+
+    >>> aotjax.checkpoint_name(aotjax.ones(2), "h")
+    tensor([1., 1.])
+    """
+    return name_p.bind(x, name=name)

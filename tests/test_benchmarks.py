@@ -1,0 +1,25 @@
+"""Smoke tests of the benchmark scripts: each runs at its smallest settings, exits 0 and prints a ratio."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCRIPTS = [
+    ("grad_step.py", ["--quick", "--number", "2", "--repeat", "2"]),
+    ("boundary_overhead.py", ["--number", "10", "--repeat", "1"]),
+    ("eager_overhead.py", ["--number", "10", "--repeat", "1", "--size", "4"]),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script,args", SCRIPTS, ids=[s for s, _ in SCRIPTS])
+def test_benchmark_script_runs(script, args):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, f"{script} exited with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    assert "ratio" in proc.stdout, f"{script} printed no ratio:\n{proc.stdout}"
