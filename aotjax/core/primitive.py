@@ -68,6 +68,8 @@ class Primitive:
         self.view_inverse: ViewInverseRule | None = None
         self.view_strides: ViewStridesRule | None = None
         self.print_rule: Callable[[dict], dict] | None = None
+        # `(**params) -> callable on arrays`: how eager mode runs it, when not by jitting its lowering rule
+        self.eager_impl: Callable[..., Callable] | None = None
         if kind is Kind.MUTATION and not mutates:
             raise ValueError(f"mutation primitive '{name}' must declare the operands it writes")
         _registry.append(self)

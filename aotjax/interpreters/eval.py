@@ -33,7 +33,9 @@ def impl(prim: Primitive, vals, params: dict):
         raise TypeError(f"{prim.name}: params must be hashable (use tuples, not lists); got "
                         f"{ {k: type(v).__name__ for k, v in params.items()} }") from None
     if fn is None:
-        fn = _jitted[key] = jax.jit(functools.partial(lowering_rule(prim), **params))
+        make = prim.eager_impl  # NOTE: a call of an already compiled program runs that program as it is
+        fn = _jitted[key] = make(**params) if make is not None else jax.jit(
+            functools.partial(lowering_rule(prim), **params))
     try:
         return fn(*vals)
     except AotjaxError:

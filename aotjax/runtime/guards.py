@@ -51,3 +51,25 @@ def hashable_statics(statics: tuple) -> tuple:
         raise TypeError(f"jit: static arguments must be hashable (use tuples, not lists or dicts); got {kinds}") \
             from None
     return statics
+
+
+def abstract_key(leaves: list) -> tuple:
+    """`call_key` for a call under another transform (tracer leaves): abstract values, PyTorch layout
+    and aliasing (tracers sharing a functional storage), so a traced call reuses a compiled entry."""
+    from aotjax.core.interpreter import get_aval
+
+    storages: dict = {}
+    objects: dict = {}
+    sig = []
+    for i, x in enumerate(leaves):
+        if isinstance(x, _SCALARS):
+            sig.append(type(x))
+            continue
+        aval = get_aval(x)
+        same = objects.setdefault(id(x), i)
+        storage = getattr(x, "_storage", None)
+        first = storages.setdefault(id(storage), i) if storage is not None else same
+        chain = x._chain if isinstance(x, Tensor) and first != i else None
+        sig.append((aval.shape, aval.dtype, getattr(x, "_strides", None), getattr(x, "_offset", 0), first, same,
+                    chain))
+    return tuple(sig)

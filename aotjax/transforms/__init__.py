@@ -1,4 +1,5 @@
 """User-facing transforms, each built from interpreters."""
+from aotjax.transforms.aot import aot, aot_function, aot_module, xla_compiler
 from aotjax.transforms.autodiff import grad, hessian, jacfwd, jacrev, jvp, linearize, stop_gradient, value_and_grad, vjp
 from aotjax.transforms.checkpoint import checkpoint, checkpoint_name, checkpoint_policies, remat
 from aotjax.transforms.custom_derivatives import custom_jvp, custom_vjp

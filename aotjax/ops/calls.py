@@ -1,0 +1,146 @@
+"""Calls of compiled programs, and the call of an `aot` function: the primitives through which
+`grad(aot(f))` runs f's own compiled forward and backward programs.
+
+- `compiled_call` runs a `Program` (a jaxpr and the callable a compiler made of it). Eagerly it
+  calls that callable; inside another compiled program it is the jaxpr inlined; differentiated,
+  its jaxpr is differentiated (so a compiled backward can itself be differentiated again).
+- `aot_call` is the call of an aot-compiled function. Eagerly it runs the inference program. Its
+  jvp runs the compiled **forward** program (outputs and residuals) and binds `aot_lin` on the
+  residuals and the input tangents; `aot_lin`'s transpose runs the compiled **backward** program.
+  So under `grad`/`vjp`, the forward executes when the primal is computed and the backward when the
+  cotangents are: the function is never traced again.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from aotjax.core.errors import UnsupportedError
+from aotjax.core.eval_jaxpr import eval_jaxpr
+from aotjax.core.interpreter import get_aval
+from aotjax.core.ir import ClosedJaxpr
+from aotjax.core.primitive import Primitive
+from aotjax.core.source_info import where
+from aotjax.interpreters.ad_util import Zero, instantiate
+from aotjax.interpreters.jvp import jvp_flat, jvp_rules
+from aotjax.interpreters.trace import trace_flat
+from aotjax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
+from aotjax.lowering.rules import register_lowering
+from aotjax.lowering.to_jax import eval_jaxpr_jax
+
+__all__ = ["Program", "compiled_call_p", "aot_call_p", "aot_lin_p"]
+
+
+class Program:
+    """A pure flat jaxpr and a compiler; the compiled callable is made on first use (so a backward
+    program is compiled at the latest when the backward first runs)."""
+
+    def __init__(self, jaxpr: ClosedJaxpr, compiler: Callable, name: str):
+        self.jaxpr, self.compiler, self.name = jaxpr, compiler, name
+        self._executable = None
+
+    @property
+    def compiled(self) -> bool:
+        return self._executable is not None
+
+    @property
+    def executable(self) -> Callable:
+        if self._executable is None:
+            self._executable = self.compiler(self.jaxpr, list(self.jaxpr.in_avals))
+        return self._executable
+
+    def __call__(self, *vals):
+        return list(self.executable(*vals))
+
+    def __repr__(self) -> str:
+        return f"<{self.name} program, {len(self.jaxpr.eqns)} equations>"
+
+
+def _inline_jvp(jaxpr: ClosedJaxpr, primals, tangents):
+    """The program's jvp, staged on its own (a jaxpr of primals and nonzero tangents) and then evaluated
+    here, below the jvp trace that called this rule."""
+    nonzero = tuple(not isinstance(t, Zero) for t in tangents)
+    jvp_jaxpr = _jvp_jaxpr(jaxpr, nonzero)
+    outs = eval_jaxpr(jvp_jaxpr, *primals, *[t for t, nz in zip(tangents, nonzero) if nz])
+    m = len(jaxpr.out_avals)
+    return outs[:m], outs[m:]
+
+
+@functools.lru_cache(maxsize=256)
+def _jvp_jaxpr(jaxpr: ClosedJaxpr, nonzero: tuple) -> ClosedJaxpr:
+    n = len(nonzero)
+
+    def jvp_of(*args):
+        ts = iter(args[n:])
+        p_out, t_out = jvp_flat(lambda *a: eval_jaxpr(jaxpr, *a), list(args[:n]), [next(ts) if nz else None
+                                                                                  for nz in nonzero])
+        return [*p_out, *t_out]
+
+    avals = list(jaxpr.in_avals)
+    return trace_flat(jvp_of, avals + [a for a, nz in zip(avals, nonzero) if nz])
+
+
+def _inline_transpose(jaxpr: ClosedJaxpr, cts, args):
+    cts_in = iter(backward_pass(jaxpr, [], list(args), list(cts)))
+    return [next(cts_in) if is_undefined(a) else None for a in args]
+
+
+# -- compiled_call ----------------------------------------------------------------------------------
+compiled_call_p = Primitive("compiled_call", multiple_results=True)
+compiled_call_p.abstract_eval = lambda *avals, program: list(program.jaxpr.out_avals)
+compiled_call_p.eager_impl = lambda program: program
+register_lowering(compiled_call_p, lambda *args, program: eval_jaxpr_jax(program.jaxpr.jaxpr, program.jaxpr.consts,
+                                                                       args))
+jvp_rules[compiled_call_p] = lambda primals, tangents, *, program: _inline_jvp(program.jaxpr, primals, tangents)
+transpose_rules[compiled_call_p] = lambda cts, *args, program: _inline_transpose(program.jaxpr, cts, args)
+
+
+# -- aot_call and aot_lin -------------------------------------------------------------------------------
+# `entry` (the aot function's compiled state for one signature) provides: `inference` (a Program),
+# `forward` and `backward` (Programs, built on first use), `diff_in`/`diff_out` (which inputs and
+# outputs are differentiable) and `n_residuals`.
+aot_call_p = Primitive("aot_call", multiple_results=True)
+aot_call_p.abstract_eval = lambda *avals, entry: list(entry.inference.jaxpr.out_avals)
+aot_call_p.eager_impl = lambda entry: entry.inference
+register_lowering(aot_call_p, lambda *args, entry: eval_jaxpr_jax(entry.inference.jaxpr.jaxpr,
+                                                                  entry.inference.jaxpr.consts, args))
+
+
+def _aot_call_jvp(primals, tangents, *, entry):
+    forward = entry.forward
+    outs_and_res = compiled_call_p.bind(*primals, program=forward)
+    n_out = len(entry.diff_out)
+    outs, residuals = outs_and_res[:n_out], outs_and_res[n_out:]
+    ts = [instantiate(t, get_aval(p)) for t, p, d in zip(tangents, primals, entry.diff_in, strict=True) if d]
+    if not ts or all(isinstance(t, Zero) for t in tangents):
+        return outs, [Zero(get_aval(o)) for o in outs]
+    t_out = iter(aot_lin_p.bind(*residuals, *ts, entry=entry))
+    return outs, [next(t_out) if d else Zero(get_aval(o)) for o, d in zip(outs, entry.diff_out, strict=True)]
+
+
+jvp_rules[aot_call_p] = _aot_call_jvp
+
+aot_lin_p = Primitive("aot_lin", multiple_results=True)
+aot_lin_p.abstract_eval = lambda *avals, entry: [a for a, d in zip(entry.inference.jaxpr.out_avals, entry.diff_out)
+                                                 if d]
+
+
+def _aot_lin_forward(*args: Any, entry):
+    raise UnsupportedError(f"aot_lin: forward-mode differentiation (jvp, jacfwd, linearize) of an aot-compiled "
+                           f"function is not supported{where()}: aot compiles a forward and a backward program. "
+                           f"Use jvp on the function itself, or reverse mode (grad, vjp, jacrev).")
+
+
+register_lowering(aot_lin_p, _aot_lin_forward)
+jvp_rules[aot_lin_p] = lambda primals, tangents, *, entry: _aot_lin_forward(entry=entry)
+
+
+def _aot_lin_transpose(cts, *args, entry):
+    n_res = entry.n_residuals
+    residuals = args[:n_res]
+    cts = [instantiate(c) for c in (cts if isinstance(cts, (list, tuple)) else [cts])]
+    in_cts = compiled_call_p.bind(*residuals, *cts, program=entry.backward)
+    return [None] * n_res + list(in_cts)
+
+
+transpose_rules[aot_lin_p] = _aot_lin_transpose
