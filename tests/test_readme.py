@@ -1,0 +1,21 @@
+"""The README's tour runs as written (its Python code blocks, in order, in one namespace)."""
+import contextlib
+import io
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_readme_tour_runs():
+    text = open(os.path.join(ROOT, "README.md")).read()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks, "the README has a Python tour"
+    namespace: dict = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for block in blocks:
+            exec(compile(block, "README.md", "exec"), namespace)
+    printed = out.getvalue()
+    assert "tensor([[10.,  2.]" in printed and "select_scatter" in printed and "a is written" in printed
+    assert "(3, 2) 0.2" in printed and "cotangent[w]" in printed
