@@ -5,14 +5,14 @@ and compose them. Operands must have one dtype, as in PyTorch (integer matmul is
 """
 from __future__ import annotations
 
+import math
 import string
 
 import jax.numpy as jnp
 
-from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.source_info import where
-from aotjax.interpreters.ad_util import Zero, unbroadcast
+from aotjax.interpreters.ad_util import Zero
 from aotjax.interpreters.jvp import defjvp, jvp_rules, sum_tangents
 from aotjax.interpreters.transpose import deflinear2_transpose, linear_operand, transpose_rules
 from aotjax.ops._combinators import broadcast_shapes, same_dtype, standard_primitive
@@ -51,9 +51,13 @@ def _reshape(x, shape):
     return x if tuple(x.shape) == tuple(shape) else view_p.bind(x, shape=tuple(shape))
 
 
+def _matrix_shape(x, left: bool) -> tuple:
+    return tuple(x.shape) if x.ndim > 1 else ((1,) + tuple(x.shape) if left else tuple(x.shape) + (1,))
+
+
 def _as_matrix(x, left: bool):
     """A 1-D matmul operand as the matrix it stands for: `[1, k]` on the left, `[k, 1]` on the right."""
-    return x if x.ndim > 1 else _reshape(x, (1,) + x.shape if left else x.shape + (1,))
+    return _reshape(x, _matrix_shape(x, left))
 
 
 def _mT(x):
@@ -67,16 +71,47 @@ def _matmul_ct(ct, a, b):
     return _reshape(ct, shape[:-1] + (1,) + shape[-1:] if a.ndim == 1 else shape)
 
 
+def _matmul_transpose_summed(ct, a, b, i: int):
+    """Operand i's cotangent (`ct` from `_matmul_ct`) when the operand was broadcast along batch dims of the
+    product: one einsum that sums those dims inside the contraction (as `dot_general` does), so that no
+    batched `[..., k, n]` product is formed and then reduced. Size-1 broadcast batch dims are squeezed out."""
+    batch = string.ascii_uppercase[:ct.ndim - 2]
+
+    def spec(x, left: bool):  # x as a matrix with its size-1 broadcast batch dims dropped, and its labels
+        shape = _matrix_shape(x, left)
+        lead = len(batch) - (len(shape) - 2)
+        kept = [d for d in range(len(shape) - 2) if shape[d] == ct.shape[lead + d]]
+        labels = "".join(batch[lead + d] for d in kept) + ("mk" if left else "kn")
+        return tuple(shape[d] for d in kept) + shape[-2:], labels
+
+    (shape_a, la), (shape_b, lb) = spec(a, True), spec(b, False)
+    if i == 0:
+        out = einsum_p.bind(ct, _reshape(b, shape_b), equation=f"{batch}mn,{lb}->{la}")
+    else:
+        out = einsum_p.bind(_reshape(a, shape_a), ct, equation=f"{la},{batch}mn->{lb}")
+    return _reshape(out, (a, b)[i].shape)
+
+
+def _ct_batch(ct, a, b) -> tuple:
+    return tuple(ct.shape[:ct.ndim - (a.ndim > 1) - (b.ndim > 1)])
+
+
 def _matmul_transpose_a(ct, a, b):
-    a2 = ShapedArray(a.shape if a.ndim > 1 else (1,) + a.shape, a.dtype)
-    ct_a = matmul_p.bind(_matmul_ct(ct, a, b), _mT(_as_matrix(b, left=False)))
-    return _reshape(unbroadcast(ct_a, a2), a.shape)  # NOTE: sums the batch dims `a` was broadcast along
+    if _matrix_shape(a, True)[:-2] != _ct_batch(ct, a, b):
+        return _matmul_transpose_summed(_matmul_ct(ct, a, b), a, b, 0)
+    return _reshape(matmul_p.bind(_matmul_ct(ct, a, b), _mT(_as_matrix(b, left=False))), a.shape)
 
 
 def _matmul_transpose_b(ct, a, b):
-    b2 = ShapedArray(b.shape if b.ndim > 1 else b.shape + (1,), b.dtype)
-    ct_b = matmul_p.bind(_mT(_as_matrix(a, left=True)), _matmul_ct(ct, a, b))
-    return _reshape(unbroadcast(ct_b, b2), b.shape)
+    batch = _matrix_shape(b, False)[:-2]
+    if batch == _ct_batch(ct, a, b):
+        return _reshape(matmul_p.bind(_mT(_as_matrix(a, left=True)), _matmul_ct(ct, a, b)), b.shape)
+    ct2 = _matmul_ct(ct, a, b)
+    if math.prod(batch) == 1:  # NOTE: a matrix times batched `a`: the batch dims fold into the contraction
+        rows = math.prod(ct2.shape[:-1])
+        a2, ct2 = _reshape(a, (rows, a.shape[-1])), _reshape(ct2, (rows, ct2.shape[-1]))
+        return _reshape(matmul_p.bind(_mT(a2), ct2), b.shape)
+    return _matmul_transpose_summed(ct2, a, b, 1)
 
 
 deflinear2_transpose(matmul_p, _matmul_transpose_a, _matmul_transpose_b)

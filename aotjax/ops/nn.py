@@ -45,7 +45,9 @@ def softmax(x, dim: int, dtype=None):
     """
     x, out_dtype = _float_input("softmax", x, dtype)
     dim = canonical_dim(dim, x.ndim, "softmax")
-    e = (x - x.amax(dim, keepdim=True)).exp()
+    # NOTE: the max is taken of `x` detached: any shift gives the same softmax, so the shift's derivative
+    # is exactly zero and need not be computed (as in `jax.nn.softmax`).
+    e = (x - x.detach().amax(dim, keepdim=True)).exp()
     return (e / e.sum(dim, keepdim=True)).to(out_dtype)
 
 
@@ -57,7 +59,7 @@ def log_softmax(x, dim: int, dtype=None):
     """
     x, out_dtype = _float_input("log_softmax", x, dtype)
     dim = canonical_dim(dim, x.ndim, "log_softmax")
-    shifted = x - x.amax(dim, keepdim=True)
+    shifted = x - x.detach().amax(dim, keepdim=True)  # NOTE: detached, as in `softmax`
     return (shifted - shifted.exp().sum(dim, keepdim=True).log()).to(out_dtype)
 
 

@@ -29,7 +29,7 @@ from aotjax.ops._frontend import as_tensor, canonical_dim, canonical_dims, conve
 from aotjax.ops.elementwise import add, div, eq, exp, isfinite, log, maximum, minimum, mul, sqrt, where
 from aotjax.ops.promotion import _FLOAT, _INT, category, default_float_dtype, default_int_dtype
 from aotjax.ops.shape import flip_p
-from aotjax.ops.views import expand_p, permute_p, select_p, slice_p, view_p
+from aotjax.ops.views import detach_p, expand_p, permute_p, select_p, slice_p, view_p
 from aotjax.tensor import Tensor
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "all", "any", "var", "std",
@@ -427,7 +427,9 @@ def logsumexp(x, dim=None, keepdim: bool = False):
     if category(x.dtype) < _FLOAT:
         x = convert(x, default_float_dtype())
     axes = _axes("logsumexp", x, dim)
-    m = reduce_max_p.bind(x, axes=axes, keepdims=True)
+    # NOTE: the max of `x` detached: `log(sum(exp(x - m))) + m` has the derivative softmax(x) for any m, so
+    # m's own (cancelling) derivative need not be computed.
+    m = reduce_max_p.bind(detach_p.bind(x), axes=axes, keepdims=True)
     m = where(isfinite(m), m, 0.0)  # all -inf (or an inf) must not become NaN
     total = log(reduce_sum_p.bind(exp(x - m), axes=axes, keepdims=bool(keepdim)))
     # NOTE: a max over the kept size-1 dims drops them (a squeeze that needs no shape op).

@@ -206,7 +206,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     def vjp_fn(ct):
         ct_leaves, ct_tree = jax.tree_util.tree_flatten(ct)
         if ct_tree != main_tree:
-            raise TypeError(f"vjp: the cotangent has structure {ct_tree}, but the output has {main_tree}")
+            raise TypeError(f"vjp: the cotangent has structure {ct_tree}, but the output has {main_tree}{where()}")
         for c, o in zip(ct_leaves, jax.tree_util.tree_leaves(out), strict=True):
             if tuple(getattr(c, "shape", ())) != tuple(o.shape):
                 raise ShapeError(f"vjp: a cotangent of shape {list(c.shape)} was given for an output of shape "
@@ -258,7 +258,8 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                              f"{where()}; use vjp, or reduce the output (`.sum()`)")
         out_aval = get_aval(primal_outs[0])
         if not is_differentiable(out_aval.dtype):
-            raise DTypeError(f"grad: the function must return a floating-point scalar, got {out_aval.str_short()}")
+            raise DTypeError(f"grad: the function must return a floating-point scalar, got {out_aval.str_short()}"
+                             f"{where()}")
         from aotjax.ops.creation import ones  # NOTE: lazy, see _zeros_for
 
         seed = ones((), dtype=out_aval.dtype)
@@ -315,7 +316,7 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fa
     call = _Boundary(fun, primals, {}, has_aux, "jvp")
     t_leaves, t_tree = jax.tree_util.tree_flatten((list(tangents), {}))
     if t_tree != call.in_tree:
-        raise TypeError(f"jvp: tangents have structure {t_tree}, but primals have {call.in_tree}")
+        raise TypeError(f"jvp: tangents have structure {t_tree}, but primals have {call.in_tree}{where()}")
     base_tangents = call.base_tangents({i: t for i, t in enumerate(t_leaves)
                                         if is_differentiable(_leaf_dtype(call.leaves[i]))})
     outs, out_tangents = jvp_flat(call.pure, call.bases, base_tangents)
