@@ -95,3 +95,13 @@ def check_boundary_agrees(f, make, rtol=0.0, atol=0.0):
     for how, run in ways.items():
         _assert_same(expected, _behaviour(run, make), how, rtol, atol)
     return jitted
+
+
+def check_aot_boundary_agrees(f, make, rtol=0.0, atol=0.0, **aot_kwargs):
+    """`aot(f)` called plainly, first and cached call: the same outputs, input effects and aliasing as
+    eager `f` (see `check_boundary_agrees`). Returns the aot function."""
+    expected = _behaviour(f, make)
+    compiled = aotjax.aot(f, **aot_kwargs)
+    for how in ("aot (first call)", "aot (cached call)"):
+        _assert_same(expected, _behaviour(compiled, make), how, rtol, atol)
+    return compiled

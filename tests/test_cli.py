@@ -31,6 +31,12 @@ def test_demo_runs_and_checks():
     assert "in-place step vs NumPy: agree" in out and "donated to the program" in out
     assert "select_scatter" in out  # the functionalized program: writes through views became scatters
     assert "gt at mlp_demo.py:5 (mlp)" in out  # relu saves a boolean mask for the backward
+    aot_section = out.split("6. AOTAutograd")[1].split("7. checks")[0]  # grad(aot(loss)): both programs
+    assert "forward:" in aot_section and "backward:" in aot_section
+    assert "inputs:  primal[x], primal[w1], primal[w2]" in aot_section
+    assert "residual[3] gt at mlp_demo.py:5 (mlp)" in aot_section and "cotangent[out]" in aot_section
+    assert "outputs: cotangent[x], cotangent[w1], cotangent[w2]" in aot_section
+    assert "grad(aot(loss)) vs jax.grad of jax.numpy: agree" in out
 
 
 @pytest.fixture
@@ -109,3 +115,26 @@ def test_explain_grad_shows_forward_backward_and_residuals(tmp_path):
     assert "the forward program" in out and "the backward program" in out
     assert "cotangent[x]" in out and "cotangent[w]" in out and "residual[2] gt" in out
     assert "bool[4,2]  8 bytes  gt at grad_model.py:2 (loss)" in out
+
+
+def test_explain_aot_shows_joint_forward_backward_and_residuals(tmp_path):
+    """In-process: `--aot` prints the stages of `aot(fn).lower(*args)`, each program with its descriptors."""
+    from aotjax.cli import main
+
+    model = tmp_path / "aot_model.py"
+    model.write_text("def loss(x, w, n):\n    h = (x @ w).relu()\n    h[:, 0].mul_(2)\n    n.add_(1)\n"
+                     "    return h.sum()\n")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["explain", f"{model}:loss", "--args", "f32[4,3], f32[3,2], i32[]", "--aot"]) == 0
+    out = buf.getvalue()
+    assert "the functionalized program" in out  # the default stages come first
+    joint, forward, backward, residuals = (out.split(f"--- {title}")[1].split("\n---")[0] for title in (
+        "aot's joint program", "aot's forward program", "aot's backward program", "what aot's forward saves"))
+    assert "in   3  f32[]          cotangent[out]" in joint  # no cotangent for the integer n
+    assert "out  1  i32[]          updated[n]" in joint and "out  3  f32[3,2]       cotangent[w]" in joint
+    assert "in   2  i32[]          primal[n]" in forward and "out  1  i32[]          updated[n]" in forward
+    assert "out  4  bool[4,2]      residual[2] gt at aot_model.py:2 (loss)" in forward
+    assert "in   2  bool[4,2]      residual[2] gt at aot_model.py:2 (loss)" in backward
+    assert "out  0  f32[4,3]       cotangent[x]" in backward and "matmul" in backward
+    assert "bool[4,2]  8 bytes  gt at aot_model.py:2 (loss)" in residuals and "total: 80 bytes" in residuals

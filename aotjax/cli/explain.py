@@ -6,7 +6,9 @@ imports model.py, calls `step` on random tensors of those shapes and dtypes (dty
 i32 i64 i8 u8 bool; `f32[]` is a scalar) and prints the jaxpr as written, each equation with its
 source line, the functionalized program and the call boundary (which inputs are written, which
 outputs alias what). `--grad` adds the forward and backward programs of its vjp and the residuals
-the forward saves. `--stage` picks other stages (see `--list-stages`).
+the forward saves; `--aot` adds the joint, forward and backward programs of `aot(fn)` (AOTAutograd),
+each with a descriptor per input and output, and its residuals. `--stage` picks other stages (see
+`--list-stages`).
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat1
           "i64": "int64", "i8": "int8", "u8": "uint8", "bool": "bool"}
 DEFAULT_STAGES = ["jaxpr", "functionalized", "boundary"]
 GRAD_STAGES = ["forward", "backward", "residuals"]
+AOT_STAGES = ["aot_joint", "aot_forward", "aot_backward", "aot_residuals"]
 _ARG = re.compile(r"\s*(\w+)\s*\[([\d\s,]*)\]\s*(?:,|$)")
 
 
@@ -41,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a stage to print (repeatable; default: " + " ".join(DEFAULT_STAGES) + ")")
     parser.add_argument("--grad", action="store_true",
                         help="also print the forward and backward programs of the function's vjp and its residuals")
+    parser.add_argument("--aot", action="store_true",
+                        help="also print the joint, forward and backward programs of aot(fn) and its residuals")
     parser.add_argument("--list-stages", action="store_true", help="list the stages and exit")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
 
@@ -110,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     sig = ", ".join(a.aval.str_short() for a in program.args)
     print(f"{program.name}({sig})\n")
     try:
-        print(render((args.stage or DEFAULT_STAGES) + (GRAD_STAGES if args.grad else []), program))
+        stages = (args.stage or DEFAULT_STAGES) + (GRAD_STAGES if args.grad else []) + (AOT_STAGES if args.aot else [])
+        print(render(stages, program))
     except AotjaxError as e:
         print(f"aotjax explain: {type(e).__name__}: {e}", file=sys.stderr)
         return 1

@@ -37,6 +37,11 @@ class Program:
         """`jit(fn).lower(*args)`: the functionalized program and its boundary record."""
         return aotjax.jit(self.fn).lower(*self.args)
 
+    @functools.cached_property
+    def aot_lowered(self):
+        """`aot(fn).lower(*args)`: the joint program, and the forward and backward it is split into."""
+        return aotjax.aot(self.fn).lower(*self.args)
+
 
 @dataclass(frozen=True)
 class Stage:
@@ -91,8 +96,39 @@ def _backward(program: Program) -> str:
 @stage("residuals", "what the forward saves for the backward")
 def _residuals(program: Program) -> str:
     fb = program.forward_backward
-    lines = [f"  {r.descriptor:28} {r}" for r in fb.residuals]
-    return "\n".join(lines + [f"  total: {fb.residual_bytes} bytes"])
+    return _residual_table(fb.residuals, fb.residual_bytes)
+
+
+@stage("aot_joint", "aot's joint program: primals, output cotangents -> outputs, input cotangents")
+def _aot_joint(program: Program) -> str:
+    lowered = program.aot_lowered
+    n_residuals = len(lowered.residuals)
+    ins = lowered.forward_inputs + lowered.backward_inputs[n_residuals:]
+    outs = lowered.forward_outputs[:len(lowered.forward_outputs) - n_residuals] + lowered.backward_outputs
+    return _with_signature(lowered.joint, ins, outs)
+
+
+@stage("aot_forward", "aot's forward program: primals -> outputs, written inputs, residuals")
+def _aot_forward(program: Program) -> str:
+    lowered = program.aot_lowered
+    return _with_signature(lowered.forward, lowered.forward_inputs, lowered.forward_outputs)
+
+
+@stage("aot_backward", "aot's backward program: residuals, output cotangents -> input cotangents")
+def _aot_backward(program: Program) -> str:
+    lowered = program.aot_lowered
+    return _with_signature(lowered.backward, lowered.backward_inputs, lowered.backward_outputs)
+
+
+@stage("aot_residuals", "what aot's forward saves for its backward")
+def _aot_residuals(program: Program) -> str:
+    lowered = program.aot_lowered
+    return _residual_table(lowered.residuals, lowered.residual_bytes)
+
+
+def _residual_table(residuals: list, total: int) -> str:
+    lines = [f"  {r.descriptor:28} {r}" for r in residuals]
+    return "\n".join(lines + [f"  total: {total} bytes"])
 
 
 def _with_signature(jaxpr, ins: list[str], outs: list[str]) -> str:

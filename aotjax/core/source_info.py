@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_SKIP_PREFIXES = (_PACKAGE_DIR,)
+_STDLIB_DIR = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+_SKIP_PREFIXES = (_PACKAGE_DIR, _STDLIB_DIR)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ RECOMPUTABLE = frozenset("""
 neg abs exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid relu silu erf floor ceil sign reciprocal square isnan
 isfinite logical_not bitwise_not gelu round add sub mul remainder pow maximum minimum atan2 eq ne lt le gt ge
 logical_and logical_or bitwise_and bitwise_or bitwise_xor div where clamp lerp convert_element_type select_scatter
-slice_scatter diagonal_scatter clone cat flip roll repeat tril triu full checkpoint_name
+slice_scatter diagonal_scatter clone cat flip roll repeat tril triu full fill copy masked_fill checkpoint_name
 """.split())
 
 _INF = math.inf

@@ -34,6 +34,7 @@ from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass
 from aotjax.lowering.to_jax import _const_value, eval_jaxpr_jax
 from aotjax.ops.calls import Program, aot_call_p
+from aotjax.ops.remat import dce_jaxpr
 from aotjax.partition import JointInfo, Partitioned, default_partition
 from aotjax.runtime import boundary, guards
 from aotjax.transforms.autodiff import linearize_flat
@@ -78,9 +79,12 @@ def build_joint(jaxpr: ClosedJaxpr) -> tuple[JointInfo, list[bool], list[bool]]:
         in_cts = backward_pass(lin, [], [*residuals, *map(UndefinedPrimal, t_avals)], lin_cts, instantiate=True)
         return [*outs, *in_cts]
 
-    closed = trace_flat(joint, in_avals + [a for a, d in zip(out_avals, diff_out) if d])
+    traced = trace_flat(joint, in_avals + [a for a, d in zip(out_avals, diff_out) if d])
+    forward_ids = {id(e) for e in traced.eqns[:state.get("n_fwd", len(traced.eqns))]}
+    closed = dce_jaxpr(traced)
     closed.meta["name"] = jaxpr.meta.get("name", "fn") + "_joint"
-    return JointInfo(closed, n, len(out_avals), state.get("n_fwd")), diff_in, diff_out
+    n_fwd = sum(id(e) in forward_ids for e in closed.eqns)
+    return JointInfo(closed, n, len(out_avals), n_fwd), diff_in, diff_out
 
 
 def apply_decompositions(jaxpr: ClosedJaxpr, decompositions: dict) -> ClosedJaxpr:

@@ -296,7 +296,7 @@ class custom_jvp:
     _kind = "custom_jvp"
 
     def __init__(self, fun: Callable, nondiff_argnums: int | Sequence[int] = ()):
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())
         self.fun = fun
         self.nondiff_argnums = _argnums(nondiff_argnums)
         self.jvp: Callable | None = None
@@ -412,7 +412,7 @@ class custom_vjp:
     _kind = "custom_vjp"
 
     def __init__(self, fun: Callable, nondiff_argnums: int | Sequence[int] = ()):
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())
         self.fun = fun
         self.nondiff_argnums = _argnums(nondiff_argnums)
         self.fwd: Callable | None = None

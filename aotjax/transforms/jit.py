@@ -101,7 +101,7 @@ class Jitted:
         self.donate = donate
         self._cache: dict = {}
         self.trace_count = 0
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())  # NOTE: not fun.__dict__: a wrapped Jitted has state
 
     def _split(self, args, kwargs):
         dyn = split_static(args, self.static_argnums)[0] if self.static_argnums else args

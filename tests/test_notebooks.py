@@ -1,0 +1,41 @@
+"""The notebooks under `notebooks/` execute top to bottom without an error, in a kernel on this interpreter."""
+import glob
+import os
+import sys
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+ipykernel_spec = pytest.importorskip("ipykernel.kernelspec")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOTEBOOKS = sorted(glob.glob(os.path.join(ROOT, "notebooks", "*.ipynb")))
+
+
+@pytest.fixture
+def kernel_on_this_interpreter(tmp_path, monkeypatch):
+    """A `python3` kernel spec that runs `sys.executable` and imports this checkout's aotjax."""
+    # NOTE: a `python3` spec found elsewhere (a user-level install, another environment) could start
+    # another interpreter; JUPYTER_PATH is searched first, so this one wins.
+    ipykernel_spec.write_kernel_spec(tmp_path / "kernels" / "python3")
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    monkeypatch.delenv("AOTJAX_DUMP", raising=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_notebook_executes(path, kernel_on_this_interpreter):
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import sys\nprint(sys.prefix)"))
+    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                                     resources={"metadata": {"path": os.path.dirname(path)}})
+    client.execute()  # raises CellExecutionError, naming the cell, on the first error
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, errors
+    assert nb.cells[-1].outputs[0]["text"].strip() == sys.prefix  # the kernel ran on this environment
+
+
+def test_there_are_notebooks():
+    assert any(p.endswith("aot_tour.ipynb") for p in NOTEBOOKS)
