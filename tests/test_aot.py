@@ -329,7 +329,9 @@ def test_signature_names_and_order():
     assert lowered.backward_outputs == [f"cotangent[{p[len('primal['):-1]}]" for p in _STEP_PRIMALS]
     n_res = len(lowered.residuals)
     assert lowered.forward_outputs[:3] == ["out[0]['a']", "out[0]['b']", "out[1]"]
-    assert lowered.forward_outputs[3:] == [r.descriptor for r in lowered.residuals]
+    assert lowered.forward_outputs[3:] == [r.descriptor for r, i in zip(lowered.residuals, lowered.saved_inputs)
+                                           if i is None]  # primal inputs go to the backward as they are
+    assert any(i is not None for i in lowered.saved_inputs)
     assert lowered.backward_inputs[:n_res] == [r.descriptor for r in lowered.residuals]
     assert lowered.backward_inputs[n_res:] == ["cotangent[out[0]['a']]", "cotangent[out[0]['b']]", "cotangent[out[1]]"]
     assert len(lowered.forward.in_avals) == len(lowered.forward_inputs)
@@ -350,8 +352,8 @@ def test_signature_programs_compute_the_gradient_in_that_order():
     lowered = aotjax.aot(_step).lower(carry, x)
     flat = jax.tree_util.tree_leaves((carry, x))  # flatten order: carry['a'], carry['b'], x['biases'], x['weights']
     outs = aotjax.eval_jaxpr(lowered.forward, *flat)
-    n_out = len(lowered.forward_outputs) - len(lowered.residuals)
-    user_outs, residuals = outs[:n_out], outs[n_out:]
+    n_out = len(lowered.forward_outputs) - sum(i is None for i in lowered.saved_inputs)
+    user_outs, residuals = outs[:n_out], lowered.residuals_from(flat, outs)
     _close(user_outs, jax.tree_util.tree_leaves(_step(carry, x)))
     in_cts = aotjax.eval_jaxpr(lowered.backward, *residuals, *[aotjax.ones_like(o) for o in user_outs])
     want = aotjax.grad(lambda c, xs: _total(_step(c, xs)), argnums=(0, 1))(carry, x)

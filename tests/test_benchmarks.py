@@ -23,3 +23,13 @@ def test_benchmark_script_runs(script, args):
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, f"{script} exited with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     assert "ratio" in proc.stdout, f"{script} printed no ratio:\n{proc.stdout}"
+
+
+@pytest.mark.slow
+def test_aot_step_runs():
+    script = ROOT / "benchmarks" / "aot_step.py"
+    proc = subprocess.run([sys.executable, str(script), "--quick", "--number", "2", "--repeat", "2"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"aot_step.py exited with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    assert "ratio" in proc.stdout, f"aot_step.py printed no ratio:\n{proc.stdout}"
+    assert "max abs diff" in proc.stdout

@@ -134,7 +134,7 @@ def test_explain_aot_shows_joint_forward_backward_and_residuals(tmp_path):
     assert "in   3  f32[]          cotangent[out]" in joint  # no cotangent for the integer n
     assert "out  1  i32[]          updated[n]" in joint and "out  3  f32[3,2]       cotangent[w]" in joint
     assert "in   2  i32[]          primal[n]" in forward and "out  1  i32[]          updated[n]" in forward
-    assert "out  4  bool[4,2]      residual[2] gt at aot_model.py:2 (loss)" in forward
+    assert "out  2  bool[4,2]      residual[2] gt at aot_model.py:2 (loss)" in forward  # x, w: not copied out
     assert "in   2  bool[4,2]      residual[2] gt at aot_model.py:2 (loss)" in backward
     assert "out  0  f32[4,3]       cotangent[x]" in backward and "matmul" in backward
     assert "bool[4,2]  8 bytes  gt at aot_model.py:2 (loss)" in residuals and "total: 80 bytes" in residuals

@@ -102,10 +102,7 @@ def _residuals(program: Program) -> str:
 @stage("aot_joint", "aot's joint program: primals, output cotangents -> outputs, input cotangents")
 def _aot_joint(program: Program) -> str:
     lowered = program.aot_lowered
-    n_residuals = len(lowered.residuals)
-    ins = lowered.forward_inputs + lowered.backward_inputs[n_residuals:]
-    outs = lowered.forward_outputs[:len(lowered.forward_outputs) - n_residuals] + lowered.backward_outputs
-    return _with_signature(lowered.joint, ins, outs)
+    return _with_signature(lowered.joint, lowered.joint_inputs, lowered.joint_outputs)
 
 
 @stage("aot_forward", "aot's forward program: primals -> outputs, written inputs, residuals")

@@ -1,6 +1,7 @@
 """Where in the user's code an equation came from: the first stack frame outside aotjax."""
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
@@ -24,7 +25,11 @@ class SourceInfo:
         return f"{os.path.basename(self.file)}:{self.line} ({self.function})"
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_internal(filename: str) -> bool:
+    """Whether frames of `filename` (as code objects name it) are aotjax's, jax's or the stdlib's."""
+    if not filename.startswith("<"):
+        filename = os.path.abspath(filename)
     if filename.startswith(_SKIP_PREFIXES):
         # NOTE: tests and examples live outside the package dir, so they count as user code.
         return True
@@ -52,7 +57,7 @@ def user_source_info() -> SourceInfo | None:
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not _is_internal(os.path.abspath(filename) if not filename.startswith("<") else filename):
+        if not _is_internal(filename):
             return SourceInfo(filename, frame.f_lineno, frame.f_code.co_name)
         frame = frame.f_back
     return None

@@ -96,9 +96,10 @@ transpose_rules[compiled_call_p] = lambda cts, *args, program: _inline_transpose
 
 
 # -- aot_call and aot_lin -------------------------------------------------------------------------------
-# `entry` (the aot function's compiled state for one signature) provides: `inference` (a Program),
-# `forward` and `backward` (Programs, built on first use), `diff_in`/`diff_out` (which inputs and
-# outputs are differentiable) and `n_residuals`.
+# `entry` (an aot function's state for one signature) provides `inference` (a Program) and
+# `vjp(wanted)`: for the inputs to differentiate, an object with the `forward` and `backward`
+# Programs, `diff_in`/`diff_out`, `saved_inputs` (per residual: the primal input it is, or None) and
+# `out_avals`. `aot_lin`'s param `vjp` is that object.
 aot_call_p = Primitive("aot_call", multiple_results=True)
 aot_call_p.abstract_eval = lambda *avals, entry: list(entry.inference.jaxpr.out_avals)
 aot_call_p.eager_impl = lambda entry: entry.inference
@@ -107,39 +108,40 @@ register_lowering(aot_call_p, lambda *args, entry: eval_jaxpr_jax(entry.inferenc
 
 
 def _aot_call_jvp(primals, tangents, *, entry):
-    forward = entry.forward
-    outs_and_res = compiled_call_p.bind(*primals, program=forward)
-    n_out = len(entry.diff_out)
-    outs, residuals = outs_and_res[:n_out], outs_and_res[n_out:]
-    ts = [instantiate(t, get_aval(p)) for t, p, d in zip(tangents, primals, entry.diff_in, strict=True) if d]
-    if not ts or all(isinstance(t, Zero) for t in tangents):
+    if all(isinstance(t, Zero) for t in tangents):
+        outs = aot_call_p.bind(*primals, entry=entry)
         return outs, [Zero(get_aval(o)) for o in outs]
-    t_out = iter(aot_lin_p.bind(*residuals, *ts, entry=entry))
-    return outs, [next(t_out) if d else Zero(get_aval(o)) for o, d in zip(outs, entry.diff_out, strict=True)]
+    vjp = entry.vjp(tuple(not isinstance(t, Zero) for t in tangents))
+    outs_and_res = compiled_call_p.bind(*primals, program=vjp.forward)
+    n_out = len(vjp.diff_out)
+    outs, returned = outs_and_res[:n_out], iter(outs_and_res[n_out:])
+    # NOTE: a residual that is a primal input is passed on as it is, never returned by the forward.
+    residuals = [primals[i] if i is not None else next(returned) for i in vjp.saved_inputs]
+    ts = [instantiate(t, get_aval(p)) for t, p, d in zip(tangents, primals, vjp.diff_in, strict=True) if d]
+    t_out = iter(aot_lin_p.bind(*residuals, *ts, vjp=vjp))
+    return outs, [next(t_out) if d else Zero(get_aval(o)) for o, d in zip(outs, vjp.diff_out, strict=True)]
 
 
 jvp_rules[aot_call_p] = _aot_call_jvp
 
 aot_lin_p = Primitive("aot_lin", multiple_results=True)
-aot_lin_p.abstract_eval = lambda *avals, entry: [a for a, d in zip(entry.inference.jaxpr.out_avals, entry.diff_out)
-                                                 if d]
+aot_lin_p.abstract_eval = lambda *avals, vjp: [a for a, d in zip(vjp.out_avals, vjp.diff_out) if d]
 
 
-def _aot_lin_forward(*args: Any, entry):
+def _aot_lin_forward(*args: Any, vjp):
     raise UnsupportedError(f"aot_lin: forward-mode differentiation (jvp, jacfwd, linearize) of an aot-compiled "
                            f"function is not supported{where()}: aot compiles a forward and a backward program. "
                            f"Use jvp on the function itself, or reverse mode (grad, vjp, jacrev).")
 
 
 register_lowering(aot_lin_p, _aot_lin_forward)
-jvp_rules[aot_lin_p] = lambda primals, tangents, *, entry: _aot_lin_forward(entry=entry)
+jvp_rules[aot_lin_p] = lambda primals, tangents, *, vjp: _aot_lin_forward(vjp=vjp)
 
 
-def _aot_lin_transpose(cts, *args, entry):
-    n_res = entry.n_residuals
-    residuals = args[:n_res]
+def _aot_lin_transpose(cts, *args, vjp):
+    n_res = vjp.n_residuals
     cts = [instantiate(c) for c in (cts if isinstance(cts, (list, tuple)) else [cts])]
-    in_cts = compiled_call_p.bind(*residuals, *cts, program=entry.backward)
+    in_cts = compiled_call_p.bind(*args[:n_res], *cts, program=vjp.backward)
     return [None] * n_res + list(in_cts)
 
 

@@ -35,11 +35,14 @@ class JointInfo:
 
 @dataclass
 class Partitioned:
-    """A partitioner's result: the two programs and, for each residual, the joint variable it is."""
+    """A partitioner's result: the two programs and, for each residual, the joint variable it is.
+    `saved_inputs[r]` is the primal input residual `r` is, or None: a primal input the backward needs
+    is passed to it by the caller, not returned by the forward (so it is never copied)."""
 
     forward: ClosedJaxpr
     backward: ClosedJaxpr
     saved: list[Var]
+    saved_inputs: list[int | None]
 
 
 def classify(joint: JointInfo) -> tuple[list, list, set]:
@@ -86,7 +89,10 @@ def split(joint: JointInfo, saved: list[Var]) -> Partitioned:
     saved = [v for v in saved if not (id(v) in producers and is_constant_eqn(producers[id(v)]))]
     saved = _ordered(joint, saved, fwd_eqns)
     outs = list(j.outvars[:joint.num_outputs])
-    forward = Jaxpr(j.constvars, list(joint.primals), _needed(fwd_eqns, outs + saved), outs + saved)
+    primal_index = {id(v): i for i, v in enumerate(joint.primals)}
+    saved_inputs = [primal_index.get(id(v)) for v in saved]
+    returned = [v for v, i in zip(saved, saved_inputs) if i is None]
+    forward = Jaxpr(j.constvars, list(joint.primals), _needed(fwd_eqns, outs + returned), outs + returned)
 
     saved_ids = {id(v) for v in saved}
     available = saved_ids | {id(v) for v in joint.cotangents} | {id(v) for v in j.constvars}
@@ -99,7 +105,8 @@ def split(joint: JointInfo, saved: list[Var]) -> Partitioned:
         raise ValueError(f"partition: the backward needs the primal input {missing[0]} but the partitioner did "
                          f"not save it")
     backward = Jaxpr(j.constvars, saved + list(joint.cotangents), _needed(recompute + bwd_eqns, bwd_outs), bwd_outs)
-    return Partitioned(ClosedJaxpr(forward, joint.jaxpr.consts), ClosedJaxpr(backward, joint.jaxpr.consts), saved)
+    return Partitioned(ClosedJaxpr(forward, joint.jaxpr.consts), ClosedJaxpr(backward, joint.jaxpr.consts), saved,
+                       saved_inputs)
 
 
 def _ordered(joint: JointInfo, saved: list[Var], fwd_eqns) -> list[Var]:

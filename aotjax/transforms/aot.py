@@ -12,9 +12,12 @@ The pipeline, per input signature (the guards of `jit`):
 **The signature.** Forward inputs: one primal per input group (the arguments' leaves in
 `jax.tree_util` flatten order; arguments sharing a storage share one synthetic base). Forward outputs:
 the user's new output values, then the written inputs' new values, then the intermediate bases
-that outputs view (jit's layout), then the residuals. Backward inputs: the residuals, then one
-cotangent per floating-point forward output (before the residuals), in order. Backward outputs: one
-cotangent per floating-point forward input, in order. Every input and output has a descriptor.
+that outputs view (jit's layout), then the residuals that are not primal inputs. Backward inputs:
+the residuals (primal inputs among them, passed by the caller as they are: never copied through the
+forward; `saved_inputs` says which), then one cotangent per floating-point forward output (before
+the residuals), in order. Backward outputs: one cotangent per differentiated floating-point forward
+input, in order. Programs are specialized on which inputs are differentiated (`grad(f,
+argnums=0)` computes no other cotangent). Every input and output has a descriptor.
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass
 from aotjax.lowering.to_jax import _const_value, eval_jaxpr_jax
 from aotjax.ops.calls import Program, aot_call_p
 from aotjax.ops.remat import dce_jaxpr
-from aotjax.partition import JointInfo, Partitioned, default_partition
+from aotjax.partition import JointInfo, default_partition
 from aotjax.runtime import boundary, guards
 from aotjax.transforms.autodiff import linearize_flat
 from aotjax.transforms.forward_backward import Residual
@@ -58,12 +61,14 @@ def xla_compiler(jaxpr: ClosedJaxpr, example_avals: Sequence) -> Callable:
 
 
 # -- the joint program -----------------------------------------------------------------------------------
-def build_joint(jaxpr: ClosedJaxpr) -> tuple[JointInfo, list[bool], list[bool]]:
+def build_joint(jaxpr: ClosedJaxpr, wanted: Sequence[bool] | None = None) -> tuple[JointInfo, list[bool], list[bool]]:
     """The joint program of a pure flat program: `(primals, cotangents) -> (outputs, input cotangents)`,
     its forward part computing the outputs and what the backward needs (linearize), its backward part
-    the transposed linear program. Returns it with which inputs and outputs are differentiable."""
+    the transposed linear program. `wanted` marks the inputs to differentiate (default: every
+    floating-point one). Returns it with which inputs and outputs are differentiated."""
     in_avals, out_avals = list(jaxpr.in_avals), list(jaxpr.out_avals)
-    diff_in = [is_differentiable(a.dtype) for a in in_avals]
+    wanted = [True] * len(in_avals) if wanted is None else list(wanted)
+    diff_in = [w and is_differentiable(a.dtype) for a, w in zip(in_avals, wanted, strict=True)]
     diff_out = [is_differentiable(a.dtype) for a in out_avals]
     n = len(in_avals)
     state: dict = {}
@@ -74,7 +79,6 @@ def build_joint(jaxpr: ClosedJaxpr) -> tuple[JointInfo, list[bool], list[bool]]:
         outs, lin, residuals, known, t_avals = linearize_flat(lambda *a: eval_jaxpr(jaxpr, *a), list(primals), diff_in)
         if args:  # NOTE: where the forward ends: what follows is the backward pass
             state["n_fwd"] = len(args[0]._trace.builder.eqns)
-
         lin_cts = [ct_of[k] if ct_of[k] is not None else Zero(out_avals[k]) for k, kn in enumerate(known) if not kn]
         in_cts = backward_pass(lin, [], [*residuals, *map(UndefinedPrimal, t_avals)], lin_cts, instantiate=True)
         return [*outs, *in_cts]
@@ -130,40 +134,35 @@ class _AotEntry:
         self.plain = _Entry(staged, donate=True)
         if aot.inference_compiler is not None or aot.fw_compiler is not xla_compiler:
             self.plain.fn = self.inference  # NOTE: a user compiler runs plain calls too
-        self._partitioned: Partitioned | None = None
+        self._vjps: dict = {}
 
-    @functools.cached_property
-    def joint_info(self) -> tuple[JointInfo, list[bool], list[bool]]:
-        return build_joint(self.pure)
+    def vjp(self, wanted: tuple | None = None) -> "_AotVJP":
+        """The forward and backward programs differentiating the inputs marked in `wanted` (default:
+        every floating-point input): cached per pattern, as `grad(f, argnums=...)` needs only some."""
+        key = tuple(wanted) if wanted is not None else None
+        v = self._vjps.get(key)
+        if v is None:
+            v = self._vjps[key] = _AotVJP(self, wanted)
+        return v
 
-    @property
-    def diff_in(self) -> list[bool]:
-        return self.joint_info[1]
 
-    @property
-    def diff_out(self) -> list[bool]:
-        return self.joint_info[2]
+class _AotVJP:
+    """The joint, the partition and the compiled forward and backward of an aot function for one
+    signature and one set of differentiated inputs. What `aot_call`'s jvp and `aot_lin`'s transpose
+    run (see `aotjax.ops.calls`)."""
 
-    @property
-    def partitioned(self) -> Partitioned:
-        if self._partitioned is None:
-            self._partitioned = self.aot.partition(self.joint_info[0])
-            name = self.pure.meta.get("name", "fn")
-            self._partitioned.forward.meta["name"] = name + "_forward"
-            self._partitioned.backward.meta["name"] = name + "_backward"
-        return self._partitioned
-
-    @functools.cached_property
-    def forward(self) -> Program:
-        return Program(self.partitioned.forward, self.aot.fw_compiler, "forward")
-
-    @functools.cached_property
-    def backward(self) -> Program:
-        return Program(self.partitioned.backward, self.aot.bw_compiler, "backward")
-
-    @property
-    def n_residuals(self) -> int:
-        return len(self.partitioned.saved)
+    def __init__(self, entry: _AotEntry, wanted):
+        self.entry = entry
+        self.joint, self.diff_in, self.diff_out = build_joint(entry.pure, wanted)
+        self.partitioned = entry.aot.partition(self.joint)
+        name = entry.pure.meta.get("name", "fn")
+        self.partitioned.forward.meta["name"] = name + "_forward"
+        self.partitioned.backward.meta["name"] = name + "_backward"
+        self.forward = Program(self.partitioned.forward, entry.aot.fw_compiler, "forward")
+        self.backward = Program(self.partitioned.backward, entry.aot.bw_compiler, "backward")
+        self.saved_inputs = self.partitioned.saved_inputs
+        self.n_residuals = len(self.saved_inputs)
+        self.out_avals = list(entry.inference.jaxpr.out_avals)
 
 
 # -- the transform ----------------------------------------------------------------------------------------
@@ -261,6 +260,7 @@ class AotLowered:
 
     def __init__(self, entry: _AotEntry):
         self._entry = entry
+        self._vjp = entry.vjp()
 
     @property
     def jaxpr(self) -> ClosedJaxpr:
@@ -268,15 +268,15 @@ class AotLowered:
 
     @property
     def joint(self) -> ClosedJaxpr:
-        return self._entry.joint_info[0].jaxpr
+        return self._vjp.joint.jaxpr
 
     @property
     def forward(self) -> ClosedJaxpr:
-        return self._entry.partitioned.forward
+        return self._vjp.partitioned.forward
 
     @property
     def backward(self) -> ClosedJaxpr:
-        return self._entry.partitioned.backward
+        return self._vjp.partitioned.backward
 
     @property
     def meta(self) -> boundary.BoundaryMeta:
@@ -284,7 +284,7 @@ class AotLowered:
 
     @functools.cached_property
     def _names(self) -> "_Descriptors":
-        return _describe(self._entry)
+        return _describe(self._entry, self._vjp)
 
     @property
     def residuals(self) -> list[Residual]:
@@ -299,17 +299,42 @@ class AotLowered:
         return self._names.primals
 
     @property
+    def joint_inputs(self) -> list[str]:
+        """Descriptors of the joint program's inputs: the primals, then the output cotangents."""
+        return self.forward_inputs + self.backward_inputs[len(self.residuals):]
+
+    @property
+    def joint_outputs(self) -> list[str]:
+        """Descriptors of the joint program's outputs: the forward's outputs, then the input cotangents."""
+        return self._names.outputs + self.backward_outputs
+
+    @property
+    def saved_inputs(self) -> list[int | None]:
+        """Per residual: the index of the primal input it is (the caller passes that input to the
+        backward itself), or None (the forward returns it)."""
+        return list(self._vjp.saved_inputs)
+
+    def residuals_from(self, primals: Sequence, forward_outputs: Sequence) -> list:
+        """The backward's residual inputs, from the forward's inputs and outputs (a helper for running
+        the two programs by hand)."""
+        returned = iter(forward_outputs[len(self._names.outputs):])
+        return [primals[i] if i is not None else next(returned) for i in self._vjp.saved_inputs]
+
+    @property
     def forward_outputs(self) -> list[str]:
-        return self._names.outputs + [r.descriptor for r in self.residuals]
+        """The user's outputs, updated inputs and intermediate bases, then the residuals that are not
+        primal inputs (those the caller passes to the backward itself)."""
+        returned = [r.descriptor for r, i in zip(self.residuals, self._vjp.saved_inputs) if i is None]
+        return self._names.outputs + returned
 
     @property
     def backward_inputs(self) -> list[str]:
         return [r.descriptor for r in self.residuals] + [f"cotangent[{n}]" for n, d in
-                                                          zip(self._names.outputs, self._entry.diff_out) if d]
+                                                          zip(self._names.outputs, self._vjp.diff_out) if d]
 
     @property
     def backward_outputs(self) -> list[str]:
-        return [f"cotangent[{n[len('primal['):-1]}]" for n, d in zip(self._names.primals, self._entry.diff_in) if d]
+        return [f"cotangent[{n[len('primal['):-1]}]" for n, d in zip(self._names.primals, self._vjp.diff_in) if d]
 
     def as_text(self) -> str:
         """The StableHLO of the forward and of the backward program."""
@@ -322,9 +347,9 @@ class AotLowered:
 
     def compile(self) -> "AotCompiled":
         """Compile both programs now (with the aot function's compilers)."""
-        entry = self._entry
-        entry.forward.executable, entry.backward.executable  # noqa: B018  (compiles both)
-        return AotCompiled(entry)
+        vjp = self._vjp
+        vjp.forward.executable, vjp.backward.executable  # noqa: B018  (compiles both)
+        return AotCompiled(vjp)
 
     def __str__(self) -> str:
         def sig(names, avals):
@@ -350,12 +375,12 @@ class AotCompiled:
     `memory_analysis()` give XLA's analyses per program (`{"forward": ..., "backward": ...}`) when
     the compiler is XLA's."""
 
-    def __init__(self, entry: _AotEntry):
-        self._entry = entry
+    def __init__(self, vjp: _AotVJP):
+        self._vjp = vjp
 
     def _per_program(self, what: str) -> dict:
         out = {}
-        for name, prog in (("forward", self._entry.forward), ("backward", self._entry.backward)):
+        for name, prog in (("forward", self._vjp.forward), ("backward", self._vjp.backward)):
             fn = getattr(prog.executable, what, None)
             out[name] = fn() if fn is not None else None
         return out
@@ -374,7 +399,7 @@ class _Descriptors:
     residuals: list[Residual]
 
 
-def _describe(entry: _AotEntry) -> _Descriptors:
+def _describe(entry: _AotEntry, vjp: _AotVJP) -> _Descriptors:
     meta = entry.staged.meta
     primals = [f"primal[{meta._group_name(gi)}]" for gi in range(len(meta.groups))]
     user_bases = {spec.index: k for k, spec in enumerate(meta.outputs) if spec.kind == "base" and not spec.chain}
@@ -386,11 +411,11 @@ def _describe(entry: _AotEntry) -> _Descriptors:
             outputs.append(meta.output_names[user_bases[k]] if user_bases[k] < len(meta.output_names) else f"out[{k}]")
         else:
             outputs.append(f"base[{k}]")
-    joint = entry.joint_info[0]
+    joint = vjp.joint
     producers = {id(v): e for e in joint.jaxpr.eqns for v in e.outputs}
     primal_index = {id(v): i for i, v in enumerate(joint.primals)}
     residuals = []
-    for r, v in enumerate(entry.partitioned.saved):
+    for r, v in enumerate(vjp.partitioned.saved):
         if id(v) in primal_index:
             name = meta._group_name(primal_index[id(v)])
             desc, why = f"residual[{r}] primal[{name}]", f"argument {name}"
