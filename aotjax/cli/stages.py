@@ -81,46 +81,26 @@ def _boundary(program: Program) -> str:
     return program.lowered.meta.describe()
 
 
-@stage("forward", "the forward program: primals -> outputs, written inputs, residuals")
-def _forward(program: Program) -> str:
-    fb = program.forward_backward
-    return _with_signature(fb.forward, fb.forward_inputs, fb.forward_outputs)
+def _partition_stages(prefix: str, whose: str, lowered_of: Callable[[Program], Any]) -> None:
+    """Register the forward, backward and residuals stages of a lowering (`--grad`: forward_backward;
+    `--aot`: aot's, which adds the joint)."""
+    stage(prefix + "forward", f"{whose}forward program: primals -> outputs, written inputs, residuals")(
+        lambda p: _with_signature(lowered_of(p).forward, lowered_of(p).forward_inputs, lowered_of(p).forward_outputs))
+    stage(prefix + "backward", f"{whose}backward program: residuals, output cotangents -> input cotangents")(
+        lambda p: _with_signature(lowered_of(p).backward, lowered_of(p).backward_inputs,
+                                  lowered_of(p).backward_outputs))
+    stage(prefix + "residuals", f"what {whose}forward saves for {'its' if prefix else 'the'} backward")(
+        lambda p: _residual_table(lowered_of(p).residuals, lowered_of(p).residual_bytes))
 
 
-@stage("backward", "the backward program: residuals, output cotangents -> input cotangents")
-def _backward(program: Program) -> str:
-    fb = program.forward_backward
-    return _with_signature(fb.backward, fb.backward_inputs, fb.backward_outputs)
-
-
-@stage("residuals", "what the forward saves for the backward")
-def _residuals(program: Program) -> str:
-    fb = program.forward_backward
-    return _residual_table(fb.residuals, fb.residual_bytes)
+_partition_stages("", "the ", lambda p: p.forward_backward)
+_partition_stages("aot_", "aot's ", lambda p: p.aot_lowered)
 
 
 @stage("aot_joint", "aot's joint program: primals, output cotangents -> outputs, input cotangents")
 def _aot_joint(program: Program) -> str:
     lowered = program.aot_lowered
     return _with_signature(lowered.joint, lowered.joint_inputs, lowered.joint_outputs)
-
-
-@stage("aot_forward", "aot's forward program: primals -> outputs, written inputs, residuals")
-def _aot_forward(program: Program) -> str:
-    lowered = program.aot_lowered
-    return _with_signature(lowered.forward, lowered.forward_inputs, lowered.forward_outputs)
-
-
-@stage("aot_backward", "aot's backward program: residuals, output cotangents -> input cotangents")
-def _aot_backward(program: Program) -> str:
-    lowered = program.aot_lowered
-    return _with_signature(lowered.backward, lowered.backward_inputs, lowered.backward_outputs)
-
-
-@stage("aot_residuals", "what aot's forward saves for its backward")
-def _aot_residuals(program: Program) -> str:
-    lowered = program.aot_lowered
-    return _residual_table(lowered.residuals, lowered.residual_bytes)
 
 
 def _residual_table(residuals: list, total: int) -> str:
