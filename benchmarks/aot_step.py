@@ -29,15 +29,14 @@ The largest absolute difference of each gradient from JAX's is printed. Step tim
 """
 from __future__ import annotations
 
-import argparse
 import math
 import time
 import timeit
 
+import grad_step
 import jax
 import jax.numpy as jnp
 import numpy as np
-from grad_step import block_inputs, block_loss, block_loss_jnp, mlp_inputs, mlp_loss, mlp_loss_jnp
 
 import aotjax
 from aotjax.partition import default_partition, min_cut_partition
@@ -202,26 +201,7 @@ def bench(name: str, loss, loss_jnp, inputs, number: int, repeat: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--number", type=int, default=5, help="calls per timing run")
-    parser.add_argument("--repeat", type=int, default=15, help="timing runs (the minimum counts)")
-    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test of the script")
-    args = parser.parse_args()
-    if args.quick:
-        batch, seq, width, heads, hidden = 2, 8, 16, 2, 32
-    else:
-        batch, seq, width, heads, hidden = 8, 128, 256, 4, 1024
-    rng = np.random.default_rng(0)
-    # NOTE: the first lowering and compilation in a process pay jax's one-time setup; pay it here, so
-    # that it is charged to neither side.
-    jax.jit(lambda a: a + 1).lower(jnp.ones(2)).compile()
-    print(f"aot gradient steps, float32, {jax.devices()[0].platform}; "
-          f"min of {args.repeat} x {args.number} calls, every gradient leaf blocked on")
-    bench(f"3-layer MLP: x f32[{batch * seq},{width}], hidden {hidden}, mse loss", mlp_loss, mlp_loss_jnp,
-          mlp_inputs(rng, batch * seq, width, hidden), args.number, args.repeat)
-    bench(f"transformer block: x f32[{batch},{seq},{width}], {heads} heads, causal, mlp x4, layer norm",
-          lambda p, x, y: block_loss(p, x, y, heads), lambda p, x, y: block_loss_jnp(p, x, y, heads),
-          block_inputs(rng, batch, seq, width), args.number, args.repeat)
+    grad_step.main(bench, "aot gradient steps", number=5, repeat=15)
 
 
 if __name__ == "__main__":

@@ -176,10 +176,13 @@ def bench(name: str, loss, loss_jnp, inputs, number: int, repeat: int) -> None:
     print(f"  gradients: max abs diff {diff:.3g} (largest gradient entry {scale:.3g})")
 
 
-def main() -> None:
+def main(bench_fn=None, title: str = "compiled gradient step", number: int = 10, repeat: int = 7) -> None:
+    """Parse the options and run `bench_fn` (default: this script's `bench`) on both models (the aot
+    benchmark reuses this with its own `bench`)."""
+    bench_fn = bench_fn or bench
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--number", type=int, default=10, help="calls per timing run")
-    parser.add_argument("--repeat", type=int, default=7, help="timing runs (the minimum counts)")
+    parser.add_argument("--number", type=int, default=number, help="calls per timing run")
+    parser.add_argument("--repeat", type=int, default=repeat, help="timing runs (the minimum counts)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test of the script")
     args = parser.parse_args()
     if args.quick:
@@ -190,13 +193,13 @@ def main() -> None:
     # NOTE: the first lowering and compilation in a process pay jax's one-time setup; pay it here, so
     # that it is charged to neither side.
     jax.jit(lambda a: a + 1).lower(jnp.ones(2)).compile()
-    print(f"compiled gradient step, float32, {jax.devices()[0].platform}; "
+    print(f"{title}, float32, {jax.devices()[0].platform}; "
           f"min of {args.repeat} x {args.number} calls, every gradient leaf blocked on")
-    bench(f"3-layer MLP: x f32[{batch * seq},{width}], hidden {hidden}, mse loss", mlp_loss, mlp_loss_jnp,
-          mlp_inputs(rng, batch * seq, width, hidden), args.number, args.repeat)
-    bench(f"transformer block: x f32[{batch},{seq},{width}], {heads} heads, causal, mlp x4, layer norm",
-          lambda p, x, y: block_loss(p, x, y, heads), lambda p, x, y: block_loss_jnp(p, x, y, heads),
-          block_inputs(rng, batch, seq, width), args.number, args.repeat)
+    bench_fn(f"3-layer MLP: x f32[{batch * seq},{width}], hidden {hidden}, mse loss", mlp_loss, mlp_loss_jnp,
+             mlp_inputs(rng, batch * seq, width, hidden), args.number, args.repeat)
+    bench_fn(f"transformer block: x f32[{batch},{seq},{width}], {heads} heads, causal, mlp x4, layer norm",
+             lambda p, x, y: block_loss(p, x, y, heads), lambda p, x, y: block_loss_jnp(p, x, y, heads),
+             block_inputs(rng, batch, seq, width), args.number, args.repeat)
 
 
 if __name__ == "__main__":
