@@ -188,3 +188,17 @@ def test_to_jax_of_the_functionalized_program_under_jax_jit():
     out, new_x = jax.jit(aotjax.to_jax(jaxpr))(jnp.ones(3, jnp.float32))
     assert float(out) == 7.0
     np.testing.assert_array_equal(np.asarray(new_x), [1, 3, 3])
+
+
+def test_a_cached_program_keeps_no_argument_alive():
+    import gc
+    import weakref
+
+    x = aotjax.tensor(np.ones((64, 64), np.float32))
+    ref = weakref.ref(x)
+    f = aotjax.jit(lambda a: (a * 2).sum())
+    f(x)
+    del x
+    gc.collect()
+    assert ref() is None  # the cache holds the program and its signature, not the first call's tensors
+    assert f(aotjax.ones(64, 64)).item() == 64 * 64 * 2 and f.trace_count == 1

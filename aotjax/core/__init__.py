@@ -3,7 +3,7 @@ from aotjax.core.avals import ShapedArray, canonicalize_dtype, dtype_short_name
 from aotjax.core.errors import AliasingError, AotjaxError, ConcretizationError, DTypeError, ShapeError, UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import MainTrace, Trace, Tracer, bind, contiguous_strides, full_raise, new_main
-from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, dce, dce_jaxpr
 from aotjax.core.primitive import Kind, Primitive, abstract_eval, all_primitives
 from aotjax.core.source_info import SourceInfo, user_source_info, where
 from aotjax.core.typecheck import JaxprTypeError, typecheck, typecheck_enabled

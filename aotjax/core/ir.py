@@ -131,3 +131,21 @@ class ClosedJaxpr:
 
     def _repr_pretty_(self, p, cycle):
         p.text(str(self))
+
+
+def dce(eqns: list[Eqn], outvars: list) -> list[Eqn]:
+    """The equations `outvars` need, in order (equations are pure: the others can go)."""
+    live = {id(a) for a in outvars if isinstance(a, Var)}
+    kept = []
+    for eqn in reversed(eqns):
+        if any(id(v) in live for v in eqn.outputs):
+            kept.append(eqn)
+            live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
+    return kept[::-1]
+
+
+def dce_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """`closed` without the equations its outputs do not need."""
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, dce(j.eqns, j.outvars), j.outvars), closed.consts,
+                       closed.in_tree, closed.out_tree, dict(closed.meta))

@@ -13,10 +13,11 @@ import numpy as np
 from aotjax.core.avals import ShapedArray
 
 
-@dataclass(frozen=True, slots=True)
-class Zero:
-    """A symbolic zero of abstract value `aval`."""
+class AbstractOnly:
+    """Mixin of the markers that stand for a value known only by its abstract value `aval` (`Zero`,
+    `UndefinedPrimal`): array-like `shape`, `dtype`, `ndim`, so rules can read them like operands."""
 
+    __slots__ = ()
     aval: ShapedArray
 
     @property
@@ -27,14 +28,19 @@ class Zero:
     def dtype(self) -> np.dtype:
         return self.aval.dtype
 
+    @property
+    def ndim(self) -> int:
+        return self.aval.ndim
+
     def __repr__(self) -> str:
-        return f"Zero({self.aval.str_short()})"
+        return f"{type(self).__name__}({self.aval.str_short()})"
 
 
-def tangent_dtype(dtype) -> np.dtype:
-    """The dtype of a tangent of a value of `dtype`: itself for inexact types; integers and bools have
-    no tangent space (their tangents are always symbolic zeros)."""
-    return np.dtype(dtype)
+@dataclass(frozen=True, slots=True, repr=False)
+class Zero(AbstractOnly):
+    """A symbolic zero of abstract value `aval`."""
+
+    aval: ShapedArray
 
 
 def is_differentiable(dtype) -> bool:

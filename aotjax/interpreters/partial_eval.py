@@ -30,7 +30,7 @@ import numpy as np
 from aotjax.core.avals import ShapedArray, aval_of_value
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.interpreter import Trace, Tracer, below, full_raise, new_main
-from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, dce
 from aotjax.core.primitive import Kind, Primitive, abstract_eval
 from aotjax.core.source_info import SourceInfo, user_source_info, where
 from aotjax.core.typecheck import typecheck, typecheck_enabled
@@ -143,23 +143,12 @@ class _UnknownBuilder:
         return var
 
     def build(self, invars: list[Var], outvars: list) -> tuple[ClosedJaxpr, list]:
-        eqns = _dce(self.eqns, outvars)
+        eqns = dce(self.eqns, outvars)
         used = {id(a) for e in eqns for a in e.inputs} | {id(a) for a in outvars}
         keep = [i for i, v in enumerate(self.residual_vars) if id(v) in used]
         jaxpr = Jaxpr([], [self.residual_vars[i] for i in keep] + invars, eqns, outvars)
         closed = ClosedJaxpr(jaxpr, [], meta={"residual_sources": [self.sources[i] for i in keep]})
         return closed, [self.residuals[i] for i in keep]
-
-
-def _dce(eqns: list[Eqn], outvars: list) -> list[Eqn]:
-    """The equations needed for `outvars` (recorded equations are pure, so the rest can go)."""
-    live = {id(a) for a in outvars}
-    kept = []
-    for eqn in reversed(eqns):
-        if any(id(v) in live for v in eqn.outputs):
-            kept.append(eqn)
-            live.update(id(a) for a in eqn.inputs)
-    return kept[::-1]
 
 
 class PartialEvalRule(Protocol):

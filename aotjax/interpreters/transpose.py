@@ -16,40 +16,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
-import numpy as np
-
 from aotjax.core.avals import ShapedArray
 from aotjax.core.interpreter import bind, get_aval
 from aotjax.core.ir import ClosedJaxpr, Jaxpr, Literal
 from aotjax.core.primitive import Primitive
 from aotjax.core.source_info import source_info_of
-from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate
+from aotjax.interpreters.ad_util import AbstractOnly, Zero, add_tangents, instantiate
 from aotjax.interpreters.partial_eval import PartialVal, partial_eval_flat
 
 __all__ = ["UndefinedPrimal", "TransposeRule", "transpose_rules", "is_undefined", "deflinear_transpose",
            "deflinear2_transpose", "defview_transpose", "linear_operand", "backward_pass", "transpose_flat"]
 
 
-@dataclass(frozen=True, slots=True)
-class UndefinedPrimal:
+@dataclass(frozen=True, slots=True, repr=False)
+class UndefinedPrimal(AbstractOnly):
     """The marker of a linear operand: only its abstract value is known; its cotangent is wanted."""
 
     aval: ShapedArray
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.aval.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.aval.dtype
-
-    @property
-    def ndim(self) -> int:
-        return self.aval.ndim
-
-    def __repr__(self) -> str:
-        return f"UndefinedPrimal({self.aval.str_short()})"
 
 
 def is_undefined(x) -> bool:

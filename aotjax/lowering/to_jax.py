@@ -22,7 +22,7 @@ from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal
 from aotjax.core.primitive import Kind
 from aotjax.lowering.rules import lowering_rule
 
-__all__ = ["to_jax", "compile", "Compiled", "eval_jaxpr_jax", "check_lowerable"]
+__all__ = ["to_jax", "compile", "Compiled", "eval_jaxpr_jax", "check_lowerable", "flat_function", "avals_to_structs"]
 
 
 # -- checking ----------------------------------------------------------------------------------
@@ -251,13 +251,21 @@ def compile(closed_jaxpr: ClosedJaxpr | Jaxpr, donate_argnums: int | Sequence[in
     check_lowerable(closed, "compile")
     donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
     donated = _donated_leaves(closed, donate_argnums)
+    lowered = jax.jit(flat_function(closed), donate_argnums=donated).lower(*avals_to_structs(closed.in_avals))
+    return Compiled(closed, lowered, lowered.compile(), donated)
+
+
+def flat_function(closed: ClosedJaxpr) -> Callable:
+    """`closed` as a function of its flat inputs returning the list of its outputs, named after the
+    program (the StableHLO module's name): what `compile`, `jit` and `aot` hand to `jax.jit`."""
     jaxpr, consts = closed.jaxpr, [_const_value(c) for c in closed.consts]
 
     def flat_fn(*flat):
         return eval_jaxpr_jax(jaxpr, consts, flat)
 
-    flat_fn.__name__ = closed.meta.get("name", "aotjax_program")  # the StableHLO module's name
+    flat_fn.__name__ = closed.meta.get("name", "aotjax_program")
+    return flat_fn
 
-    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in closed.in_avals]
-    lowered = jax.jit(flat_fn, donate_argnums=donated).lower(*structs)
-    return Compiled(closed, lowered, lowered.compile(), donated)
+
+def avals_to_structs(avals) -> list:
+    return [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals]

@@ -19,9 +19,8 @@ import jax
 
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import get_aval
-from aotjax.core.ir import ClosedJaxpr, Jaxpr, Literal, Var
+from aotjax.core.ir import ClosedJaxpr, Jaxpr, Var, dce_jaxpr
 from aotjax.core.primitive import Primitive
-from aotjax.core.source_info import source_info_of
 from aotjax.interpreters.ad_util import Zero
 from aotjax.interpreters.jvp import jvp_flat, jvp_rules
 from aotjax.interpreters.partial_eval import PartialVal, ResidualSource, partial_eval_flat, partial_eval_rules
@@ -30,7 +29,7 @@ from aotjax.interpreters.transpose import backward_pass, is_undefined, transpose
 from aotjax.lowering.rules import register_lowering
 from aotjax.lowering.to_jax import eval_jaxpr_jax
 
-__all__ = ["checkpoint_p", "name_p", "optimization_barrier_p", "dce_jaxpr"]
+__all__ = ["checkpoint_p", "name_p", "optimization_barrier_p"]
 
 
 # -- optimization_barrier ----------------------------------------------------------------------------
@@ -118,17 +117,13 @@ def _checkpoint_partial_eval(trace, tracers, *, jaxpr: ClosedJaxpr, policy, prev
     # the unknown program
     n_known, n_saved = len(known_vals), len(saved)
 
+    # NOTE: the recomputation is the known program cut to the chosen equations: its inputs are the
+    # region's known inputs and the saved values, its outputs the residuals.
+    recompute_jaxpr = ClosedJaxpr(Jaxpr(kj.constvars, [*kj.invars, *saved],
+                                        [e for e in kj.eqns if id(e) in recompute], res_vars), K.consts)
+
     def recompute_then_unknown(*args):
-        env = dict(zip(map(id, kj.constvars), K.consts))
-        env.update(zip(map(id, kj.invars), args[:n_known]))
-        env.update(zip(map(id, saved), args[n_known:n_known + n_saved]))
-        for eqn in kj.eqns:
-            if id(eqn) in recompute:
-                ins = [a.val if isinstance(a, Literal) else env[id(a)] for a in eqn.inputs]
-                with source_info_of(eqn.source_info):
-                    outs = eqn.primitive.bind(*ins, **eqn.params)
-                env.update(zip(map(id, eqn.outputs), outs if eqn.primitive.multiple_results else [outs]))
-        res = [a.val if isinstance(a, Literal) else env[id(a)] for a in res_vars]
+        res = eval_jaxpr(recompute_jaxpr, *args[:n_known + n_saved])
         return eval_jaxpr(U, *res, *args[n_known + n_saved:])
 
     unknown_tracers = [trace.instantiate(t) for t, k in zip(tracers, known) if not k]
@@ -192,16 +187,3 @@ register_lowering(checkpoint_p, _checkpoint_lower)
 jvp_rules[checkpoint_p] = _checkpoint_jvp
 partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval
 transpose_rules[checkpoint_p] = _checkpoint_transpose
-
-
-def dce_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """`closed` without the equations its outputs do not need (every equation here is pure)."""
-    jaxpr = closed.jaxpr
-    live = {id(a) for a in jaxpr.outvars}
-    kept = []
-    for eqn in reversed(jaxpr.eqns):
-        if any(id(v) in live for v in eqn.outputs):
-            kept.append(eqn)
-            live.update(id(a) for a in eqn.inputs)
-    return ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, kept[::-1], jaxpr.outvars), closed.consts)
-

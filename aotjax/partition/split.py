@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aotjax.core.ir import ClosedJaxpr, Jaxpr, Var
+from aotjax.core.ir import ClosedJaxpr, Jaxpr, Var, dce
 
 
 @dataclass
@@ -92,7 +92,7 @@ def split(joint: JointInfo, saved: list[Var]) -> Partitioned:
     primal_index = {id(v): i for i, v in enumerate(joint.primals)}
     saved_inputs = [primal_index.get(id(v)) for v in saved]
     returned = [v for v, i in zip(saved, saved_inputs) if i is None]
-    forward = Jaxpr(j.constvars, list(joint.primals), _needed(fwd_eqns, outs + returned), outs + returned)
+    forward = Jaxpr(j.constvars, list(joint.primals), dce(fwd_eqns, outs + returned), outs + returned)
 
     saved_ids = {id(v) for v in saved}
     available = saved_ids | {id(v) for v in joint.cotangents} | {id(v) for v in j.constvars}
@@ -104,7 +104,7 @@ def split(joint: JointInfo, saved: list[Var]) -> Partitioned:
     if missing:
         raise ValueError(f"partition: the backward needs the primal input {missing[0]} but the partitioner did "
                          f"not save it")
-    backward = Jaxpr(j.constvars, saved + list(joint.cotangents), _needed(recompute + bwd_eqns, bwd_outs), bwd_outs)
+    backward = Jaxpr(j.constvars, saved + list(joint.cotangents), dce(recompute + bwd_eqns, bwd_outs), bwd_outs)
     return Partitioned(ClosedJaxpr(forward, joint.jaxpr.consts), ClosedJaxpr(backward, joint.jaxpr.consts), saved,
                        saved_inputs)
 
@@ -119,16 +119,6 @@ def _ordered(joint: JointInfo, saved: list[Var], fwd_eqns) -> list[Var]:
             n += 1
     unique = list({id(v): v for v in saved}.values())
     return sorted(unique, key=lambda v: order[id(v)])
-
-
-def _needed(eqns, outvars) -> list:
-    live = {id(a) for a in outvars if isinstance(a, Var)}
-    kept = []
-    for e in reversed(eqns):
-        if any(id(v) in live for v in e.outputs):
-            kept.append(e)
-            live.update(id(a) for a in e.inputs if isinstance(a, Var))
-    return kept[::-1]
 
 
 def _recompute(fwd_eqns, bwd_eqns, bwd_outs, available: set) -> list:

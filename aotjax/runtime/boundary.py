@@ -41,26 +41,42 @@ class InputGroup:
     """Flat arguments sharing one storage. `objects` are the distinct objects (by identity), `leaves`
     the flat argument indices of each, `chains` each object's view chain relative to the group's
     base: `()` when the group is one object (its own base), the object's own chain when the base is
-    the whole shared storage (`synthetic`)."""
+    the whole shared storage (`synthetic`). `kind` ("tensor", "scalar" or "array") and `aval` (the
+    base's) outlive the objects: a cached program keeps its groups, never the call's arguments
+    (`release`)."""
 
     objects: list[Any]
     leaves: list[list[int]]
     chains: list[views.Chain]
     synthetic: bool = False
+    kind: str = ""
+    aval: ShapedArray | None = None
+    what: str = ""  # the first object, in words ("a jax.Array"), for error messages
 
     @property
     def is_tensor(self) -> bool:
-        return isinstance(self.objects[0], Tensor)
+        return self.kind == "tensor"
 
     def base_aval(self) -> ShapedArray:
-        x = self.objects[0]
-        if self.synthetic:
-            return get_aval(_storage_base_value(x))
-        if isinstance(x, _SCALARS):
-            from aotjax.transforms.make_jaxpr import input_aval  # NOTE: transforms sit above runtime
+        return self.aval
 
-            return input_aval(x)[0]
-        return get_aval(x)
+    def release(self) -> None:
+        """Forget the arguments of the call this group was made from (they may be large, or dead tracers)."""
+        self.objects = []
+
+
+def _describe_group(g: InputGroup) -> None:
+    x = g.objects[0]
+    if isinstance(x, Tensor):
+        g.kind = "tensor"
+        g.aval = get_aval(_storage_base_value(x)) if g.synthetic else get_aval(x)
+    elif isinstance(x, _SCALARS):
+        from aotjax.transforms.make_jaxpr import input_aval  # NOTE: transforms sit above runtime
+
+        g.kind, g.aval = "scalar", input_aval(x)[0]
+    else:
+        g.kind, g.aval = "array", get_aval(x)
+    g.what = _kind(x)
 
 
 def _storage_base(x: Tensor) -> Tensor:
@@ -102,6 +118,7 @@ def group_inputs(leaves: list, scalars: bool = False) -> list[InputGroup]:
     for g in groups:
         if g.synthetic:
             g.chains = [o._chain for o in g.objects]
+        _describe_group(g)
     return groups
 
 
@@ -110,7 +127,7 @@ def enter(trace, groups: list[InputGroup], base_values: list, leaves: list) -> l
     `base_values[g]` (a value of the levels below), each object viewed through its chain."""
     inner = list(leaves)
     for gi, (g, base) in enumerate(zip(groups, base_values, strict=True)):
-        storage = FunctionalStorage(base, origin=gi, immutable=None if g.is_tensor else _kind(g.objects[0]))
+        storage = FunctionalStorage(base, origin=gi, immutable=None if g.is_tensor else g.what)
         for obj, chain, idxs in zip(g.objects, g.chains, g.leaves, strict=True):
             strides, offset = (obj._strides, obj._offset) if isinstance(obj, Tensor) else (None, 0)
             aval = get_aval(base) if not g.synthetic else get_aval(obj)

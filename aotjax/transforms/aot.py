@@ -30,18 +30,16 @@ import jax
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer
-from aotjax.core.ir import ClosedJaxpr, Var
-from aotjax.core.source_info import source_info_of, where
+from aotjax.core.ir import ClosedJaxpr, dce_jaxpr
+from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero, is_differentiable
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass
-from aotjax.lowering.to_jax import _const_value, eval_jaxpr_jax
+from aotjax.lowering.to_jax import avals_to_structs, flat_function
 from aotjax.ops.calls import Program, aot_call_p
-from aotjax.ops.remat import dce_jaxpr
 from aotjax.partition import JointInfo, default_partition
 from aotjax.runtime import boundary, guards
 from aotjax.transforms.autodiff import linearize_flat
-from aotjax.transforms.forward_backward import Residual
 from aotjax.transforms.functionalize import Staged, _normalize_argnums, stage_functionalized
 from aotjax.transforms.jit import Jitted, _Entry
 
@@ -50,14 +48,8 @@ from aotjax.transforms.jit import Jitted, _Entry
 def xla_compiler(jaxpr: ClosedJaxpr, example_avals: Sequence) -> Callable:
     """The default compiler: lower `jaxpr` through XLA (`jax.jit(...).lower(...).compile()`); inputs
     listed in `jaxpr.meta["donate"]` are donated. Returns a callable on flat arrays."""
-    consts = [_const_value(c) for c in jaxpr.consts]
-
-    def flat_fn(*args):
-        return eval_jaxpr_jax(jaxpr.jaxpr, consts, args)
-
-    flat_fn.__name__ = jaxpr.meta.get("name", "aotjax_program")
-    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in example_avals]
-    return jax.jit(flat_fn, donate_argnums=tuple(jaxpr.meta.get("donate", ()))).lower(*structs).compile()
+    donate = tuple(jaxpr.meta.get("donate", ()))
+    return jax.jit(flat_function(jaxpr), donate_argnums=donate).lower(*avals_to_structs(example_avals)).compile()
 
 
 # -- the joint program -----------------------------------------------------------------------------------
@@ -95,23 +87,7 @@ def apply_decompositions(jaxpr: ClosedJaxpr, decompositions: dict) -> ClosedJaxp
     """`jaxpr` traced again with each primitive in `decompositions` (keys: primitives or their names)
     replaced by its function `(*operands, **params) -> result`, written with aotjax ops."""
     table = {getattr(k, "name", k): v for k, v in decompositions.items()}
-
-    def run(*args):
-        env: dict = dict(zip(map(id, jaxpr.jaxpr.invars), args))
-        env.update(zip(map(id, jaxpr.jaxpr.constvars), jaxpr.consts))
-
-        def read(a):
-            return env[id(a)] if isinstance(a, Var) else a.val
-
-        for eqn in jaxpr.eqns:
-            fn = table.get(eqn.primitive.name)
-            with source_info_of(eqn.source_info):
-                out = (fn or eqn.primitive.bind)(*map(read, eqn.inputs), **eqn.params)
-            outs = out if eqn.primitive.multiple_results else [out]
-            env.update(zip(map(id, eqn.outputs), outs))
-        return [read(a) for a in jaxpr.jaxpr.outvars]
-
-    out = trace_flat(run, list(jaxpr.in_avals))
+    out = trace_flat(lambda *args: eval_jaxpr(jaxpr, *args, overrides=table), list(jaxpr.in_avals))
     out.meta.update(jaxpr.meta)
     return out
 
@@ -180,7 +156,7 @@ class Aot(Jitted):
 
     def _stage(self, args, kwargs) -> _AotEntry:
         self.trace_count += 1
-        staged = stage_functionalized(self.fun, args, kwargs, self.static_argnums, "aot")
+        staged = stage_functionalized(self.fun, args, kwargs, self.static_argnums, "aot").release()
         if any(isinstance(c, Tracer) for c in staged.jaxpr.consts):
             raise UnsupportedError(
                 f"aot: the function reads a traced value it closes over{where()}; aot compiles it on its own, so "
@@ -339,9 +315,7 @@ class AotLowered:
     def as_text(self) -> str:
         """The StableHLO of the forward and of the backward program."""
         def text(j):
-            consts = [_const_value(c) for c in j.consts]
-            fn = functools.partial(_run_flat, j, consts)
-            return jax.jit(fn).lower(*[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in j.in_avals]).as_text()
+            return jax.jit(flat_function(j)).lower(*avals_to_structs(j.in_avals)).as_text()
 
         return f"// forward\n{text(self.forward)}\n// backward\n{text(self.backward)}"
 
@@ -366,10 +340,6 @@ class AotLowered:
         p.text(str(self))
 
 
-def _run_flat(jaxpr, consts, *args):
-    return eval_jaxpr_jax(jaxpr.jaxpr, consts, args)
-
-
 class AotCompiled:
     """The compiled forward and backward of an aot function for one signature; `cost_analysis()` and
     `memory_analysis()` give XLA's analyses per program (`{"forward": ..., "backward": ...}`) when
@@ -390,6 +360,20 @@ class AotCompiled:
 
     def memory_analysis(self) -> dict:
         return self._per_program("memory_analysis")
+
+
+@dataclass(frozen=True)
+class Residual:
+    """A value the forward saves for the backward: its descriptor, abstract value and size, and why
+    it is saved (the primitive and source line that computed it, or the input it is)."""
+
+    descriptor: str
+    aval: object
+    nbytes: int
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.aval.str_short()}  {self.nbytes} bytes  {self.why}"
 
 
 @dataclass

@@ -14,22 +14,9 @@ primitive and user source line that computed it. `print_saved_residuals` lists t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
-
-@dataclass(frozen=True)
-class Residual:
-    """A value the forward saves for the backward: its descriptor, abstract value and size, and why
-    it is saved (the primitive and source line that computed it, or the input it is)."""
-
-    descriptor: str
-    aval: object
-    nbytes: int
-    why: str
-
-    def __str__(self) -> str:
-        return f"{self.aval.str_short()}  {self.nbytes} bytes  {self.why}"
+from aotjax.transforms.aot import Residual, aot
 
 
 def forward_backward(fun: Callable, *args, partition: Callable | None = None):
@@ -42,8 +29,6 @@ def forward_backward(fun: Callable, *args, partition: Callable | None = None):
     >>> [r.why.split(" at ")[0] for r in fb.residuals]
     ['argument x', 'argument w', 'sub']
     """
-    from aotjax.transforms.aot import aot  # NOTE: aot builds on the Residual record defined here
-
     return aot(fun, partition=partition).lower(*args)
 
 

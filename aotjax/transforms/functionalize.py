@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import jax
 
@@ -69,12 +69,24 @@ def functionalize(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Ca
 @dataclass
 class Staged:
     """A function traced through functionalize: the pure program (flat: one input per input group,
-    outputs in `meta.layout` order) and the boundary record."""
+    outputs in `meta.layout` order) and the boundary record. `leaves` are the traced call's arguments
+    until `release` (a cached program keeps only `key`, the call signature it was traced for)."""
 
     jaxpr: ClosedJaxpr
     meta: BoundaryMeta
     groups: list[InputGroup]
     leaves: list
+    key: tuple | None = None
+
+    def release(self) -> "Staged":
+        """Drop the references to the traced call's arguments; returns self."""
+        from aotjax.runtime.guards import call_key  # NOTE: guards import the boundary, which this module uses
+
+        self.key = call_key(self.leaves)
+        self.leaves = []
+        for g in self.groups:
+            g.release()
+        return self
 
 
 def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_argnums: Sequence[int] = (),
@@ -137,9 +149,3 @@ def _input_names(fun: Callable, path_leaves, n_args: int, static_argnums) -> lis
         else:
             names.append(str(path[1].key) + jax.tree_util.keystr(path[2:]))
     return names
-
-
-def leaf_is_traced(x: Any) -> bool:
-    from aotjax.core.interpreter import Tracer
-
-    return isinstance(x, Tracer)

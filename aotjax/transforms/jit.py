@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from aotjax.interpreters.eval import read
-from aotjax.lowering.to_jax import _const_value, eval_jaxpr_jax
+from aotjax.lowering.to_jax import avals_to_structs, flat_function
 from aotjax.runtime import boundary, guards
 from aotjax.tensor import Tensor
 from aotjax.transforms.functionalize import Staged, _normalize_argnums, functionalize, stage_functionalized
@@ -34,15 +34,9 @@ class _Entry:
 
     def __init__(self, staged: Staged, donate: bool):
         self.staged = staged
-        closed, meta = staged.jaxpr, staged.meta
-        jaxpr, consts = closed.jaxpr, [_const_value(c) for c in closed.consts]
-
-        def flat_fn(*flat):
-            return eval_jaxpr_jax(jaxpr, consts, flat)
-
-        flat_fn.__name__ = closed.meta.get("name", "aotjax_program")  # the StableHLO module's name
+        meta = staged.meta
         self.donated = tuple(meta.mutated) if donate else ()
-        self.fn = jax.jit(flat_fn, donate_argnums=self.donated)
+        self.fn = jax.jit(flat_function(staged.jaxpr), donate_argnums=self.donated)
         self.readers = [_reader(g, gi in self.donated) for gi, g in enumerate(meta.groups)]
         positions = {entry: i for i, entry in enumerate(meta.layout)}
         self.base_pos = [positions[("base", k)] for k in range(meta.n_bases)]
@@ -59,17 +53,15 @@ def _reader(g, donated: bool):
     """`(leaf index, read)`: how the program's input for group `g` is read from a call's arguments.
     A donated input that aotjax does not own alone (the user's own array, a view's value) is copied
     first, so that only aotjax's own buffers are ever deleted."""
-    x = g.objects[0]
-    if isinstance(x, Tensor):
+    if g.kind == "tensor":
         if g.synthetic:
             read_input = _read_storage
         elif donated:
             read_input = _read_for_donation
         else:
             read_input = read
-    elif isinstance(x, (bool, int, float, complex)):
-        dtype = g.base_aval().dtype
-        read_input = functools.partial(np.asarray, dtype=dtype)
+    elif g.kind == "scalar":
+        read_input = functools.partial(np.asarray, dtype=g.aval.dtype)
     else:
         read_input = jnp.copy if donated else _identity
     return g.leaves[0][0], read_input
@@ -123,7 +115,7 @@ class Jitted:
 
     def _stage(self, args, kwargs) -> _Entry:
         self.trace_count += 1
-        staged = stage_functionalized(self.fun, args, kwargs, self.static_argnums, "jit")
+        staged = stage_functionalized(self.fun, args, kwargs, self.static_argnums, "jit").release()
         logger.debug("jit: traced %s (%d programs cached)", getattr(self.fun, "__name__", "fn"), len(self._cache))
         return _Entry(staged, self.donate)
 
@@ -131,8 +123,7 @@ class Jitted:
         """Trace and lower for these arguments (nothing runs): the functionalized jaxpr, the boundary
         record and the StableHLO text."""
         entry = self._stage(args, kwargs)
-        structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in entry.staged.jaxpr.in_avals]
-        return Lowered(self, entry, entry.fn.lower(*structs), args, kwargs)
+        return Lowered(self, entry, entry.fn.lower(*avals_to_structs(entry.staged.jaxpr.in_avals)), args, kwargs)
 
     def clear_cache(self) -> None:
         self._cache.clear()
@@ -196,7 +187,7 @@ class Compiled:
 
     def __call__(self, *args, **kwargs):
         leaves, _, _ = self._jitted._split(args, kwargs)
-        if guards.call_key(leaves) != guards.call_key(self._entry.staged.leaves):
+        if guards.call_key(leaves) != self._entry.staged.key:
             raise TypeError("Compiled: these arguments do not match the signature it was compiled for (shapes, "
                             "dtypes or aliasing pattern); call the jitted function instead, which compiles again")
         return self._entry.run(leaves, self._executable)
