@@ -5,14 +5,20 @@ first operand: reading applies it to the base, writing goes back through `view_i
 `mutation` (it writes the operands listed in `mutates`; a metadata mutation such as `t_` instead
 re-views operand 0 through `metadata_view`). Interpreter-specific rules (lowering, jvp, transpose,
 batching) live in each interpreter's own table; the rules every interpreter needs live here.
+
+What the partitioner and the coverage tests know about a primitive is declared on it too, never kept in
+a list of op names elsewhere: its `recompute` class, its `flops` cost rule, the operands it is `linear`
+in, and whether it `is_dot` (a matrix product, for the `dots_saveable` checkpoint policy).
 """
 from __future__ import annotations
 
 import enum
-from typing import Any, Callable, Protocol
+import math
+from typing import Any, Callable, Protocol, Sequence
 
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import AotjaxError
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr
 from aotjax.core.source_info import where
 
 
@@ -20,6 +26,48 @@ class Kind(enum.Enum):
     FUNCTIONAL = "functional"
     VIEW = "view"
     MUTATION = "mutation"
+
+
+class Recompute(enum.Enum):
+    """What the min-cut partitioner (`aotjax.partition.min_cut`) may do with a primitive's results that the
+    backward needs: recompute them there from other saved values, or save them.
+
+    - `CHEAP`: elementwise arithmetic and data movement (views, copies, creation): recomputed freely.
+    - `EXPENSIVE`: matrix products, reductions, scans, gathers and scatters, calls: saved, unless a memory
+      budget below 1 forces recomputation.
+    - `NEVER`: random draws, and anything whose recomputation would change the result or cost too much:
+      always saved, whatever the memory budget (even 0).
+
+    A primitive made with a family combinator gets its class from it; others declare it
+    (`Primitive(..., recompute=Recompute.EXPENSIVE)`). `None` means undeclared: the coverage test fails.
+    """
+
+    CHEAP = "cheap"
+    EXPENSIVE = "expensive"
+    NEVER = "never"
+
+
+class FlopsRule(Protocol):
+    """`(in_avals, out_avals, **params) -> float`: a rough count of the arithmetic operations one
+    application costs, which the min-cut partitioner weighs against the bytes a recomputation saves.
+    `in_avals` has one aval per operand (literals included), `out_avals` one per result. The common ones:
+    `output_size_flops` (the `elementwise` combinator and views), `largest_array_flops` (reductions,
+    gathers), the body's `jaxpr_flops` (calls); matrix products declare their own beside their
+    definitions (`aotjax/ops/linalg.py`)."""
+
+    def __call__(self, in_avals: Sequence[ShapedArray], out_avals: Sequence[ShapedArray], **params: Any) -> float: ...
+
+
+def output_size_flops(in_avals: Sequence[ShapedArray], out_avals: Sequence[ShapedArray], **params: Any) -> float:
+    """One operation per result element: elementwise arithmetic, views and other data movement (a view
+    counts what materializing it would copy), creation, random draws."""
+    return float(sum(a.size for a in out_avals))
+
+
+def largest_array_flops(in_avals: Sequence[ShapedArray], out_avals: Sequence[ShapedArray], **params: Any) -> float:
+    """One operation per element of the largest operand or result: reductions, scans, gathers and scatters
+    (each element read or written about once)."""
+    return float(max((a.size for a in (*in_avals, *out_avals)), default=0))
 
 
 class AbstractEvalRule(Protocol):
@@ -53,17 +101,42 @@ def all_primitives() -> list["Primitive"]:
 
 
 class Primitive:
-    """An operation of the IR. `bind` applies it under the current interpreter stack."""
+    """An operation of the IR. `bind` applies it under the current interpreter stack.
+
+    Declared properties, beside the kind:
+
+    - `recompute`: a `Recompute` class (`None`: undeclared). A view is `CHEAP` unless it says otherwise; a
+      mutation has the class of the primitive computing what it writes (`functional` or `metadata_view`).
+    - `flops`: a `FlopsRule` (`None`: undeclared), defaulted as `recompute` is (views: `output_size_flops`).
+    - `linear`: the operands the primitive is linear in, the others held fixed (a tuple of operand
+      indices; `True` when they depend on the params: all of `cat`'s, a call's where its body is linear,
+      a tangent map's after its residuals; `False`: none). Jointly linear (`add`) and multilinear (`mul`,
+      linear in one operand at a time) are not told apart here: the transpose rule knows. The transpose
+      combinators (`aotjax.interpreters.transpose.deflinear_transpose`, `deflinear2_transpose`,
+      `defview_transpose`) set it, so the transpose rule is its one source of truth; a primitive whose
+      transpose rule is written by hand declares it in its definition (`Primitive(..., linear=True)`).
+    - `is_dot`: a matrix product (`matmul`, `einsum`), what the `dots_saveable` checkpoint policy saves.
+    """
 
     def __init__(self, name: str, *, kind: Kind = Kind.FUNCTIONAL, multiple_results: bool = False,
                  mutates: tuple[int, ...] = (), metadata_view: "Primitive | None" = None,
-                 functional: "Primitive | None" = None):
+                 functional: "Primitive | None" = None, recompute: Recompute | None = None,
+                 flops: FlopsRule | None = None, linear: tuple[int, ...] | bool = False, is_dot: bool = False):
         self.name = name
         self.kind = kind
         self.multiple_results = multiple_results
         self.mutates = tuple(mutates)  # operands a mutation writes
         self.metadata_view = metadata_view  # for metadata mutations: the view applied to operand 0
         self.functional = functional  # for data mutations: the pure primitive computing the new values
+        computes = functional or metadata_view
+        if kind is Kind.VIEW:
+            recompute, flops = recompute or Recompute.CHEAP, flops or output_size_flops
+        elif computes is not None:
+            recompute, flops = recompute or computes.recompute, flops or computes.flops
+        self.recompute = recompute
+        self.flops = flops
+        self.linear = tuple(linear) if isinstance(linear, (tuple, list)) else bool(linear)
+        self.is_dot = is_dot
         self.abstract_eval: AbstractEvalRule | None = None
         self.view_inverse: ViewInverseRule | None = None
         self.view_strides: ViewStridesRule | None = None
@@ -84,6 +157,22 @@ class Primitive:
     @property
     def is_metadata_mutation(self) -> bool:
         return self.metadata_view is not None
+
+
+def eqn_flops(eqn: Eqn) -> float:
+    """The FLOPs of equation `eqn` by its primitive's cost rule (`Primitive.flops`)."""
+    prim = eqn.primitive
+    if prim.flops is None:
+        raise NotImplementedError(f"cost rule (flops) for primitive '{prim.name}' is not implemented; declare "
+                                  f"one: Primitive('{prim.name}', flops=...), or make it with a family combinator")
+    return float(prim.flops([a.aval for a in eqn.inputs], [v.aval for v in eqn.outputs], **eqn.params))
+
+
+def jaxpr_flops(jaxpr: Jaxpr | ClosedJaxpr) -> float:
+    """The FLOPs of every equation of `jaxpr` (a `Jaxpr` or `ClosedJaxpr`): the cost rule of the primitives
+    that call a sub-program."""
+    eqns = jaxpr.jaxpr.eqns if isinstance(jaxpr, ClosedJaxpr) else jaxpr.eqns
+    return math.fsum(eqn_flops(e) for e in eqns)
 
 
 _fallback_abstract_eval: Callable | None = None

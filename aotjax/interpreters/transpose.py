@@ -9,7 +9,10 @@ whose outputs all have zero cotangents is skipped.
 
 Rules live beside each primitive in its family file under `aotjax/ops/`, mostly made with the
 combinators below (`deflinear_transpose`, `deflinear2_transpose`, `defview_transpose`). They are not
-named `deflinear` because that name is the jvp interpreter's combinator, used in the same files.
+named `deflinear` because that name is the jvp interpreter's combinator, used in the same files. They
+are also where a primitive's linearity is declared: each sets `Primitive.linear` to the operands it
+gives a cotangent rule for (a primitive whose transpose rule is written by hand declares `linear` in
+its definition).
 """
 from __future__ import annotations
 
@@ -75,7 +78,9 @@ def deflinear_transpose(prim: Primitive, *rules: Callable | None) -> None:
     """The transpose rule of `prim`, jointly linear in the operands that have a rule (`add`, `cat`,
     `where`'s branches): `rules[i](ct, *args, **params)` is operand i's cotangent, called only when
     operand i is undefined; it may read the values of operands without a rule (masks, indices), which
-    must be known. Missing trailing rules count as None."""
+    must be known. Missing trailing rules count as None. Declares `prim` linear in the operands with a rule."""
+    prim.linear = _operands_with_rules(rules)
+
     def rule(ct, *args, **params):
         cts = []
         for i, a in enumerate(args):
@@ -90,6 +95,10 @@ def deflinear_transpose(prim: Primitive, *rules: Callable | None) -> None:
     transpose_rules[prim] = rule
 
 
+def _operands_with_rules(rules: Sequence[Callable | None]) -> tuple[int, ...]:
+    return tuple(i for i, fn in enumerate(rules) if fn is not None)
+
+
 def linear_operand(prim: Primitive, args) -> int:
     """The index of the one undefined operand of multilinear `prim` (two would make it non-linear)."""
     undefined = [i for i, a in enumerate(args) if is_undefined(a)]
@@ -101,7 +110,10 @@ def linear_operand(prim: Primitive, args) -> int:
 def deflinear2_transpose(prim: Primitive, *rules: Callable | None) -> None:
     """The transpose rule of a multilinear `prim` (`mul`, `matmul`, `einsum`; `div` in its numerator):
     linear in each operand with a rule while the others are fixed, so exactly one operand may be
-    undefined; `rules[i](ct, *args, **params)` is its cotangent and may read the other operands."""
+    undefined; `rules[i](ct, *args, **params)` is its cotangent and may read the other operands. Declares
+    `prim` linear in the operands with a rule."""
+    prim.linear = _operands_with_rules(rules)
+
     def rule(ct, *args, **params):
         i = linear_operand(prim, args)
         fn = rules[i] if i < len(rules) else None
@@ -118,7 +130,10 @@ def _apply(prim: Primitive, *args, **params):
 
 def defview_transpose(prim: Primitive) -> None:
     """The transpose of view primitive `prim`: its inverse (`view_inverse`) writing the cotangent into
-    a zero base. Inverses that do not read the base (permute, reshape, squeeze) never build the zeros."""
+    a zero base. Inverses that do not read the base (permute, reshape, squeeze) never build the zeros.
+    Declares `prim` linear in its base operand."""
+    prim.linear = (0,)
+
     def rule(ct, x, *args, **params):
         if args and any(is_undefined(a) for a in args):
             raise _not_linear(prim, 1, (x, *args))

@@ -1,5 +1,8 @@
 """Combinators that make a primitive cost a few lines: standard shape/dtype rules, broadcasting
-elementwise families, and in-place variants of functional primitives."""
+elementwise families, and in-place variants of functional primitives. Each declares what it knows of
+the primitives it makes (`Primitive.recompute`, `Primitive.flops`): an elementwise primitive is
+`Recompute.CHEAP` at one operation per output element; an in-place variant costs what its functional
+primitive costs."""
 from __future__ import annotations
 
 from typing import Callable
@@ -8,15 +11,19 @@ import numpy as np
 
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import DTypeError, ShapeError
-from aotjax.core.primitive import Kind, Primitive
+from aotjax.core.primitive import FlopsRule, Kind, Primitive, Recompute, output_size_flops
 from aotjax.lowering.rules import lowering_rules, register_lowering
 
 
 def standard_primitive(name: str, shape_rule: Callable | None, dtype_rule: Callable | None, lower: Callable,
-                       *, kind: Kind = Kind.FUNCTIONAL) -> Primitive:
+                       *, kind: Kind = Kind.FUNCTIONAL, recompute: Recompute | None = None,
+                       flops: FlopsRule | None = None, linear: tuple[int, ...] | bool = False,
+                       is_dot: bool = False) -> Primitive:
     """A single-result primitive whose abstract eval is `shape_rule` and `dtype_rule` of the
-    operand avals and params (both None: inferred from `lower` with `jax.eval_shape`)."""
-    prim = Primitive(name, kind=kind)
+    operand avals and params (both None: inferred from `lower` with `jax.eval_shape`). The keyword
+    arguments after `kind` are the declared properties of `Primitive`; a functional primitive must
+    give `recompute` and `flops` (a view defaults to cheap, at one operation per output element)."""
+    prim = Primitive(name, kind=kind, recompute=recompute, flops=flops, linear=linear, is_dot=is_dot)
     if shape_rule is not None:
         def _abstract_eval(*avals, **params):
             return ShapedArray(shape_rule(*avals, **params), dtype_rule(*avals, **params))
@@ -46,8 +53,9 @@ def same_dtype(op: str, *avals: ShapedArray) -> np.dtype:
 
 
 def elementwise(name: str, lower: Callable, *, out_dtype: Callable[[np.dtype], np.dtype] | None = None) -> Primitive:
-    """An elementwise primitive of any arity: operands of one dtype, broadcast together.
-    `out_dtype(in_dtype)` gives the result dtype (default: the operands' dtype)."""
+    """An elementwise primitive of any arity: operands of one dtype, broadcast together, cheap to
+    recompute (`Recompute.CHEAP`, one operation per output element). `out_dtype(in_dtype)` gives the
+    result dtype (default: the operands' dtype)."""
     def shape_rule(*avals, **params):
         return broadcast_shapes(name, *(a.shape for a in avals))
 
@@ -55,12 +63,13 @@ def elementwise(name: str, lower: Callable, *, out_dtype: Callable[[np.dtype], n
         dt = same_dtype(name, *avals)
         return out_dtype(dt) if out_dtype is not None else dt
 
-    return standard_primitive(name, shape_rule, dtype_rule, lower)
+    return standard_primitive(name, shape_rule, dtype_rule, lower, recompute=Recompute.CHEAP, flops=output_size_flops)
 
 
 def inplace_variant(prim: Primitive, name: str | None = None, mutates: tuple[int, ...] = (0,)) -> Primitive:
     """The in-place form of `prim` (`add` -> `add_`): writes `prim`'s result, cast to the written
-    operand's dtype, into operand 0. Its result must have operand 0's shape."""
+    operand's dtype, into operand 0. Its result must have operand 0's shape. It has `prim`'s recompute
+    class and cost rule (`Primitive` copies them from `functional`)."""
     inplace = Primitive(name or prim.name + "_", kind=Kind.MUTATION, mutates=mutates, functional=prim)
     functional_lower = lowering_rules[prim]
 

@@ -19,7 +19,7 @@ from aotjax.core.errors import UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import get_aval
 from aotjax.core.ir import ClosedJaxpr
-from aotjax.core.primitive import Primitive
+from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero, instantiate
 from aotjax.interpreters.jvp import jvp_flat, jvp_rules
@@ -86,7 +86,10 @@ def _inline_transpose(jaxpr: ClosedJaxpr, cts, args):
 
 
 # -- compiled_call ----------------------------------------------------------------------------------
-compiled_call_p = Primitive("compiled_call", multiple_results=True)
+# NOTE: calls are saved rather than recomputed, at the cost of their body; a call is linear in the operands its
+# body is linear in.
+compiled_call_p = Primitive("compiled_call", multiple_results=True, recompute=Recompute.EXPENSIVE, linear=True,
+                            flops=lambda in_avals, out_avals, *, program: jaxpr_flops(program.jaxpr))
 compiled_call_p.abstract_eval = lambda *avals, program: list(program.jaxpr.out_avals)
 compiled_call_p.eager_impl = lambda program: program
 register_lowering(compiled_call_p, lambda *args, program: eval_jaxpr_jax(program.jaxpr.jaxpr, program.jaxpr.consts,
@@ -100,7 +103,8 @@ transpose_rules[compiled_call_p] = lambda cts, *args, program: _inline_transpose
 # `vjp(wanted)`: for the inputs to differentiate, an object with the `forward` and `backward`
 # Programs, `diff_in`/`diff_out`, `saved_inputs` (per residual: the primal input it is, or None) and
 # `out_avals`. `aot_lin`'s param `vjp` is that object.
-aot_call_p = Primitive("aot_call", multiple_results=True)
+aot_call_p = Primitive("aot_call", multiple_results=True, recompute=Recompute.EXPENSIVE,
+                       flops=lambda in_avals, out_avals, *, entry: jaxpr_flops(entry.inference.jaxpr))
 aot_call_p.abstract_eval = lambda *avals, entry: list(entry.inference.jaxpr.out_avals)
 aot_call_p.eager_impl = lambda entry: entry.inference
 register_lowering(aot_call_p, lambda *args, entry: eval_jaxpr_jax(entry.inference.jaxpr.jaxpr,
@@ -124,7 +128,9 @@ def _aot_call_jvp(primals, tangents, *, entry):
 
 jvp_rules[aot_call_p] = _aot_call_jvp
 
-aot_lin_p = Primitive("aot_lin", multiple_results=True)
+aot_lin_p = Primitive("aot_lin", multiple_results=True, recompute=Recompute.EXPENSIVE,
+                      flops=lambda in_avals, out_avals, *, vjp: jaxpr_flops(vjp.backward.jaxpr),
+                      linear=True)  # in its tangent operands, after the residuals
 aot_lin_p.abstract_eval = lambda *avals, vjp: [a for a, d in zip(vjp.out_avals, vjp.diff_out) if d]
 
 

@@ -12,6 +12,7 @@ from jax import lax
 
 from aotjax.core.errors import ConcretizationError, ShapeError
 from aotjax.core.interpreter import Tracer
+from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters.jvp import defjvp_zero
 from aotjax.ops._combinators import standard_primitive
@@ -145,7 +146,8 @@ def tensor(data, dtype=None) -> Tensor:
 # -- full ------------------------------------------------------------------------------------------
 full_p = standard_primitive(
     "full", lambda *, shape, fill_value, dtype: shape, lambda *, shape, fill_value, dtype: dtype,
-    lambda *, shape, fill_value, dtype: jnp.full(shape, fill_value, dtype))
+    lambda *, shape, fill_value, dtype: jnp.full(shape, fill_value, dtype),
+    recompute=Recompute.CHEAP, flops=output_size_flops)
 defjvp_zero(full_p)
 
 
@@ -251,7 +253,7 @@ def _arange_lower(*, start, end, step, dtype):
 
 arange_p = standard_primitive(
     "arange", lambda *, start, end, step, dtype: (_arange_length(start, end, step),),
-    lambda *, start, end, step, dtype: dtype, _arange_lower)
+    lambda *, start, end, step, dtype: dtype, _arange_lower, recompute=Recompute.CHEAP, flops=output_size_flops)
 defjvp_zero(arange_p)
 
 
@@ -298,7 +300,7 @@ def _linspace_lower(*, start, end, steps, dtype):
 
 linspace_p = standard_primitive(
     "linspace", lambda *, start, end, steps, dtype: (steps,), lambda *, start, end, steps, dtype: dtype,
-    _linspace_lower)
+    _linspace_lower, recompute=Recompute.CHEAP, flops=output_size_flops)
 defjvp_zero(linspace_p)
 
 
@@ -318,7 +320,7 @@ def linspace(start, end, steps, dtype=None) -> Tensor:
 # -- eye -------------------------------------------------------------------------------------------
 eye_p = standard_primitive(
     "eye", lambda *, n, m, dtype: (n, m), lambda *, n, m, dtype: dtype,
-    lambda *, n, m, dtype: jnp.eye(n, m, dtype=dtype))
+    lambda *, n, m, dtype: jnp.eye(n, m, dtype=dtype), recompute=Recompute.CHEAP, flops=output_size_flops)
 defjvp_zero(eye_p)
 
 

@@ -22,7 +22,7 @@ from typing import Protocol, Sequence
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer, find_top_trace, get_aval
-from aotjax.core.primitive import Primitive
+from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops, largest_array_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero, instantiate
 from aotjax.interpreters.jvp import jvp_rules
@@ -106,7 +106,8 @@ def _call_print(params: dict) -> dict:
 
 
 # -- custom_jvp_call ---------------------------------------------------------------------------------
-custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True, recompute=Recompute.EXPENSIVE,
+                              flops=lambda in_avals, out_avals, *, call, **_: jaxpr_flops(call))
 custom_jvp_call_p.abstract_eval = _call_abstract_eval
 custom_jvp_call_p.print_rule = _call_print
 register_lowering(custom_jvp_call_p, _call_lower)
@@ -130,7 +131,8 @@ jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
 
 
 # -- custom_vjp_call ---------------------------------------------------------------------------------
-custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True, recompute=Recompute.EXPENSIVE,
+                              flops=lambda in_avals, out_avals, *, call, **_: jaxpr_flops(call))
 custom_vjp_call_p.abstract_eval = _call_abstract_eval
 custom_vjp_call_p.print_rule = _call_print
 register_lowering(custom_vjp_call_p, _call_lower)
@@ -155,7 +157,9 @@ jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
 
 
 # -- custom_lin: the tangent map of a custom_vjp function, known only through its transpose ----------
-custom_lin_p = Primitive("custom_lin", multiple_results=True)
+# NOTE: `bwd` is a Python function, with no program to count: one operation per element is a guess.
+custom_lin_p = Primitive("custom_lin", multiple_results=True, recompute=Recompute.EXPENSIVE,
+                         flops=largest_array_flops, linear=True)  # in its tangent operands, after `num_res`
 custom_lin_p.abstract_eval = lambda *avals, out_avals, **_: list(out_avals)
 custom_lin_p.print_rule = lambda params: {"name": params["name"], "bwd": params["bwd"], "num_res": params["num_res"]}
 

@@ -18,6 +18,7 @@ from jax import lax
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer
+from aotjax.core.primitive import Recompute, largest_array_flops, output_size_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero, instantiate, unbroadcast
 from aotjax.interpreters.jvp import defjvp, deflinear
@@ -75,8 +76,10 @@ def _sum_all(v):
 
 
 # -- primitives --------------------------------------------------------------------------------
-# index: advanced indexing (a gather), NumPy placement of the indexed dims.
-index_p = standard_primitive("index", None, None, lambda x, *indices, dims: x[_full_index(x.ndim, dims, indices)])
+# index: advanced indexing (a gather), NumPy placement of the indexed dims. Gathers and scatters are saved
+# rather than recomputed (recomputing one needs its indices too).
+index_p = standard_primitive("index", None, None, lambda x, *indices, dims: x[_full_index(x.ndim, dims, indices)],
+                             recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
 deflinear(index_p, argnums=(0,))
 deflinear_transpose(index_p, lambda ct, x, *indices, dims: index_put_p.bind(
     instantiate(Zero(x.aval)), ct, *indices, dims=dims, accumulate=True))
@@ -88,7 +91,8 @@ def _index_put_lower(x, values, *indices, dims, accumulate):
     return ref.add(values) if accumulate else ref.set(values)
 
 
-index_put_p = standard_primitive("index_put", _same_shape, _keep_dtype, _index_put_lower)
+index_put_p = standard_primitive("index_put", _same_shape, _keep_dtype, _index_put_lower,
+                                 recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
 index_put__p = inplace_variant(index_put_p)
 deflinear(index_put_p, argnums=(0, 1))
 
@@ -119,7 +123,8 @@ def _gather_lower(x, index, *, dim):
     return jnp.take_along_axis(x[crop], index, axis=dim)
 
 
-gather_p = standard_primitive("gather", lambda x, index, *, dim: index.shape, _keep_dtype, _gather_lower)
+gather_p = standard_primitive("gather", lambda x, index, *, dim: index.shape, _keep_dtype, _gather_lower,
+                              recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
 deflinear(gather_p, argnums=(0,))
 deflinear_transpose(gather_p, lambda ct, x, index, *, dim: scatter_add_p.bind(
     instantiate(Zero(x.aval)), index, ct, dim=dim))
@@ -135,10 +140,12 @@ def _scatter_lower(reduce_add):
     return lower
 
 
-scatter_p = standard_primitive("scatter", _same_shape, _keep_dtype, _scatter_lower(False))
+scatter_p = standard_primitive("scatter", _same_shape, _keep_dtype, _scatter_lower(False),
+                               recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
 scatter__p = inplace_variant(scatter_p)
 deflinear(scatter_p, argnums=(0, 2))
-scatter_add_p = standard_primitive("scatter_add", _same_shape, _keep_dtype, _scatter_lower(True))
+scatter_add_p = standard_primitive("scatter_add", _same_shape, _keep_dtype, _scatter_lower(True),
+                                   recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
 scatter_add__p = inplace_variant(scatter_add_p)
 deflinear(scatter_add_p, argnums=(0, 2))
 
@@ -167,7 +174,8 @@ deflinear_transpose(scatter_add_p, lambda ct, x, index, src, *, dim: ct, None,
 
 masked_fill_p = standard_primitive(
     "masked_fill", lambda x, mask, value: broadcast_shapes("masked_fill", x.shape, mask.shape, value.shape),
-    _keep_dtype, lambda x, mask, value: jnp.where(mask, value.astype(x.dtype), x))
+    _keep_dtype, lambda x, mask, value: jnp.where(mask, value.astype(x.dtype), x),
+    recompute=Recompute.CHEAP, flops=output_size_flops)
 masked_fill__p = inplace_variant(masked_fill_p)
 deflinear(masked_fill_p, argnums=(0, 2))
 deflinear_transpose(
@@ -180,7 +188,8 @@ def _index_add_lower(x, index, source, *, dim, alpha):
     return x.at[_full_index(x.ndim, (dim,), (index,))].add(source.astype(x.dtype))
 
 
-index_add_p = standard_primitive("index_add", _same_shape, _keep_dtype, _index_add_lower)
+index_add_p = standard_primitive("index_add", _same_shape, _keep_dtype, _index_add_lower,
+                                 recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
 index_add__p = inplace_variant(index_add_p)
 deflinear(index_add_p, argnums=(0, 2))
 
@@ -202,13 +211,15 @@ def _copy_shape(dst, src):
 
 
 copy_p = standard_primitive("copy", _copy_shape, _keep_dtype,
-                            lambda dst, src: jnp.broadcast_to(src.astype(dst.dtype), dst.shape))
+                            lambda dst, src: jnp.broadcast_to(src.astype(dst.dtype), dst.shape),
+                            recompute=Recompute.CHEAP, flops=output_size_flops)
 copy__p = inplace_variant(copy_p)
 defjvp(copy_p, None, lambda t, dst, src: copy_p.bind(dst, t))  # the result does not depend on dst's values
 deflinear_transpose(copy_p, lambda ct, dst, src: Zero(dst.aval),
                     lambda ct, dst, src: convert(unbroadcast(ct, src.aval), src.dtype))
 fill_p = standard_primitive("fill", _same_shape, _keep_dtype,
-                            lambda x, value: jnp.broadcast_to(value.astype(x.dtype), x.shape))
+                            lambda x, value: jnp.broadcast_to(value.astype(x.dtype), x.shape),
+                            recompute=Recompute.CHEAP, flops=output_size_flops)
 fill__p = inplace_variant(fill_p)
 defjvp(fill_p, None, lambda t, x, value: fill_p.bind(x, t))
 deflinear_transpose(fill_p, lambda ct, x, value: Zero(x.aval), lambda ct, x, value: convert(_sum_all(ct), value.dtype))

@@ -11,6 +11,7 @@ import string
 import jax.numpy as jnp
 
 from aotjax.core.errors import DTypeError, ShapeError
+from aotjax.core.primitive import Recompute
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero
 from aotjax.interpreters.jvp import defjvp, jvp_rules, sum_tangents
@@ -43,7 +44,13 @@ def _matmul_shape(a, b):
     return batch + a.shape[-2:-1] + (b.shape[-1:] if b.ndim > 1 else ())
 
 
-matmul_p = standard_primitive("matmul", _matmul_shape, lambda a, b: same_dtype("matmul", a, b), jnp.matmul)
+def _matmul_flops(in_avals, out_avals) -> float:
+    (a, _), (out,) = in_avals, out_avals
+    return 2.0 * out.size * a.shape[-1]  # a multiply and an add per output element and contracted index
+
+
+matmul_p = standard_primitive("matmul", _matmul_shape, lambda a, b: same_dtype("matmul", a, b), jnp.matmul,
+                              recompute=Recompute.EXPENSIVE, flops=_matmul_flops, is_dot=True)
 defjvp(matmul_p, lambda t, a, b: matmul_p.bind(t, b), lambda t, a, b: matmul_p.bind(a, t))
 
 
@@ -190,7 +197,15 @@ def dot(a, b):
 # -- einsum ------------------------------------------------------------------------------------
 # NOTE: no shape rule of its own: the abstract value comes from `jnp.einsum` through
 # `jax.eval_shape`, whose error is reported as an einsum ShapeError with the operand shapes.
-einsum_p = standard_primitive("einsum", None, None, lambda *xs, equation: jnp.einsum(equation, *xs))
+def _einsum_flops(in_avals, out_avals, *, equation) -> float:
+    # NOTE: evaluated naively: at each point of the index space, one multiply per extra operand and an add
+    _, _, size, _ = _einsum_labels(equation, [a.shape for a in in_avals])
+    return float(len(in_avals) * math.prod(size.values()))
+
+
+einsum_p = standard_primitive("einsum", None, None, lambda *xs, equation: jnp.einsum(equation, *xs),
+                              recompute=Recompute.EXPENSIVE, flops=_einsum_flops, is_dot=True,
+                              linear=True)  # in each operand, the others fixed: see `_einsum_transpose`
 
 
 def _einsum_jvp(primals, tangents, *, equation):

@@ -2,7 +2,8 @@
 
 A key is a `uint32[2]` Tensor, the raw threefry key `jax.random.PRNGKey` makes. Every sampler is a
 primitive taking the key as an operand, so it traces and lowers like any op, and the same key gives
-the same values eagerly, traced, compiled and through `jax.random` itself.
+the same values eagerly, traced, compiled and through `jax.random` itself. The min-cut partitioner
+saves a draw rather than replaying it in the backward, whatever the memory budget (`Recompute.NEVER`).
 
 >>> k1, k2 = aotjax.random.split(aotjax.random.key(0))
 >>> aotjax.random.normal(k1, (2, 3)).shape
@@ -18,7 +19,7 @@ import numpy as np
 
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import DTypeError, ShapeError
-from aotjax.core.primitive import Primitive
+from aotjax.core.primitive import Primitive, Recompute, output_size_flops
 from aotjax.interpreters.jvp import defjvp_zero
 from aotjax.ops._combinators import standard_primitive
 from aotjax.ops._frontend import as_tensor, convert, to_dtype
@@ -66,7 +67,8 @@ def _random_seed_shape(seed):
 
 
 random_seed_p = standard_primitive("random_seed", _random_seed_shape, lambda seed: _KEY.dtype,
-                                   lambda seed: jax.random.PRNGKey(seed))
+                                   lambda seed: jax.random.PRNGKey(seed),
+                                   recompute=Recompute.NEVER, flops=output_size_flops)
 defjvp_zero(random_seed_p)
 
 
@@ -88,7 +90,8 @@ def _random_split_shape(k, *, num):
 
 
 random_split_p = standard_primitive("random_split", _random_split_shape, lambda k, *, num: _KEY.dtype,
-                                    lambda k, *, num: jax.random.split(k, num))
+                                    lambda k, *, num: jax.random.split(k, num),
+                                    recompute=Recompute.NEVER, flops=output_size_flops)
 defjvp_zero(random_split_p)
 
 
@@ -109,7 +112,8 @@ def _random_fold_in_shape(k, data):
 
 
 random_fold_in_p = standard_primitive("random_fold_in", _random_fold_in_shape, lambda k, data: _KEY.dtype,
-                                      lambda k, data: jax.random.fold_in(k, data))
+                                      lambda k, data: jax.random.fold_in(k, data),
+                                      recompute=Recompute.NEVER, flops=output_size_flops)
 defjvp_zero(random_fold_in_p)
 
 
@@ -131,7 +135,8 @@ def _sampler(name: str, lower) -> Primitive:
         _check_key(name, k)
         return shape
 
-    return standard_primitive(name, shape_rule, lambda k, *args, shape, dtype, **params: dtype, lower)
+    return standard_primitive(name, shape_rule, lambda k, *args, shape, dtype, **params: dtype, lower,
+                              recompute=Recompute.NEVER, flops=output_size_flops)
 
 
 random_uniform_p = _sampler("random_uniform", lambda k, *, shape, dtype, low, high: jax.random.uniform(
@@ -190,7 +195,8 @@ def _random_bernoulli_shape(k, p, *, shape):
 
 random_bernoulli_p = standard_primitive("random_bernoulli", _random_bernoulli_shape,
                                         lambda k, p, *, shape: np.dtype(np.bool_),
-                                        lambda k, p, *, shape: jax.random.bernoulli(k, p, shape))
+                                        lambda k, p, *, shape: jax.random.bernoulli(k, p, shape),
+                                        recompute=Recompute.NEVER, flops=output_size_flops)
 defjvp_zero(random_bernoulli_p)
 
 

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from aotjax.core.errors import DTypeError, ShapeError
+from aotjax.core.primitive import Recompute, largest_array_flops
 from aotjax.core.source_info import where as _where
 from aotjax.interpreters.ad_util import Zero, instantiate
 from aotjax.interpreters.jvp import defjvp_zero, deflinear, jvp_rules
@@ -58,11 +59,13 @@ def _accumulating(fn):
 
 
 def _reducer(name: str, fn, out_dtype=None):
-    """A reduction primitive over `axes` (params `axes`, `keepdims`)."""
+    """A reduction primitive over `axes` (params `axes`, `keepdims`): saved rather than recomputed, at one
+    operation per element read."""
     return standard_primitive(
         name, lambda x, *, axes, keepdims: _reduced_shape(name, x.shape, axes, keepdims),
         lambda x, *, axes, keepdims: x.dtype if out_dtype is None else out_dtype,
-        lambda x, *, axes, keepdims: fn(x, axis=axes, keepdims=keepdims))
+        lambda x, *, axes, keepdims: fn(x, axis=axes, keepdims=keepdims),
+        recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
 
 
 reduce_sum_p = _reducer("reduce_sum", _accumulating(jnp.sum))
@@ -154,10 +157,10 @@ def _arg_lower(fn):
 
 # NOTE: the index dtype is the default int dtype (int64 under x64), read when the rule runs.
 argmax_p = standard_primitive("argmax", _arg_shape("argmax"), lambda x, **_: default_int_dtype(),
-                              _arg_lower(jnp.argmax))
+                              _arg_lower(jnp.argmax), recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
 defjvp_zero(argmax_p)
 argmin_p = standard_primitive("argmin", _arg_shape("argmin"), lambda x, **_: default_int_dtype(),
-                              _arg_lower(jnp.argmin))
+                              _arg_lower(jnp.argmin), recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
 defjvp_zero(argmin_p)
 
 
@@ -169,7 +172,8 @@ def _cumsum_shape(x, *, axis):
 
 cumsum_p = standard_primitive(
     "cumsum", _cumsum_shape, lambda x, *, axis: x.dtype,
-    lambda x, *, axis: _accumulating(jnp.cumsum)(x, axis=axis) if x.ndim else x)
+    lambda x, *, axis: _accumulating(jnp.cumsum)(x, axis=axis) if x.ndim else x,
+    recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
 deflinear(cumsum_p)
 
 

@@ -20,7 +20,7 @@ import jax
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import get_aval
 from aotjax.core.ir import ClosedJaxpr, Jaxpr, Var, dce_jaxpr
-from aotjax.core.primitive import Primitive
+from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops, output_size_flops
 from aotjax.interpreters.ad_util import Zero
 from aotjax.interpreters.jvp import jvp_flat, jvp_rules
 from aotjax.interpreters.partial_eval import PartialVal, ResidualSource, partial_eval_flat, partial_eval_rules
@@ -33,7 +33,9 @@ __all__ = ["checkpoint_p", "name_p", "optimization_barrier_p"]
 
 
 # -- optimization_barrier ----------------------------------------------------------------------------
-optimization_barrier_p = Primitive("optimization_barrier", multiple_results=True)
+# an identity: cheap, and linear in every operand
+optimization_barrier_p = Primitive("optimization_barrier", multiple_results=True, recompute=Recompute.CHEAP,
+                                   flops=output_size_flops, linear=True)
 optimization_barrier_p.abstract_eval = lambda *avals: list(avals)
 register_lowering(optimization_barrier_p, lambda *xs: list(jax.lax.optimization_barrier(tuple(xs))))
 jvp_rules[optimization_barrier_p] = lambda primals, tangents: (optimization_barrier_p.bind(*primals), list(tangents))
@@ -41,7 +43,7 @@ transpose_rules[optimization_barrier_p] = lambda cts, *args: list(cts)
 
 
 # -- checkpoint_name -----------------------------------------------------------------------------------
-name_p = Primitive("checkpoint_name")
+name_p = Primitive("checkpoint_name", recompute=Recompute.CHEAP, flops=output_size_flops, linear=(0,))  # an identity
 name_p.abstract_eval = lambda x, *, name: x
 register_lowering(name_p, lambda x, *, name: x)
 jvp_rules[name_p] = lambda primals, tangents, *, name: ([name_p.bind(primals[0], name=name)], [tangents[0]])
@@ -49,7 +51,10 @@ transpose_rules[name_p] = lambda ct, x, *, name: [ct]
 
 
 # -- checkpoint ----------------------------------------------------------------------------------------
-checkpoint_p = Primitive("checkpoint", multiple_results=True)
+# NOTE: as one equation, a region is saved like a call (it is recomputed inside when differentiated, per its
+# policy); it is linear in the operands its body is linear in.
+checkpoint_p = Primitive("checkpoint", multiple_results=True, recompute=Recompute.EXPENSIVE, linear=True,
+                         flops=lambda in_avals, out_avals, *, jaxpr, **_: jaxpr_flops(jaxpr))
 
 
 def _checkpoint_abstract_eval(*avals, jaxpr: ClosedJaxpr, policy, prevent_cse: bool):

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import ShapeError
 from aotjax.core.interpreter import contiguous_strides
-from aotjax.core.primitive import Primitive
+from aotjax.core.primitive import Primitive, Recompute, output_size_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import unbroadcast
 from aotjax.interpreters.jvp import deflinear
@@ -73,7 +73,7 @@ def _clone_strides(shape, strides, offset, /, *, contiguous):
 
 
 clone_p = standard_primitive("clone", lambda x, *, contiguous: x.shape, _keep_dtype,
-                             lambda x, *, contiguous: jnp.copy(x))
+                             lambda x, *, contiguous: jnp.copy(x), recompute=Recompute.CHEAP, flops=output_size_flops)
 clone_p.view_strides = _clone_strides
 deflinear(clone_p)
 deflinear_transpose(clone_p, lambda ct, x, *, contiguous: ct)
@@ -105,7 +105,9 @@ def _cat_shape(*xs, dim):
 
 
 cat_p = standard_primitive("cat", _cat_shape, lambda *xs, dim: xs[0].dtype,
-                           lambda *xs, dim: jnp.concatenate(xs, axis=dim))
+                           lambda *xs, dim: jnp.concatenate(xs, axis=dim),
+                           recompute=Recompute.CHEAP, flops=output_size_flops,
+                           linear=True)  # in every operand: see `_cat_transpose`
 deflinear(cat_p)
 
 
@@ -160,7 +162,8 @@ def stack(tensors, dim: int = 0):
 
 
 # -- flip / roll -------------------------------------------------------------------------------
-flip_p = standard_primitive("flip", lambda x, *, dims: x.shape, _keep_dtype, lambda x, *, dims: jnp.flip(x, dims))
+flip_p = standard_primitive("flip", lambda x, *, dims: x.shape, _keep_dtype, lambda x, *, dims: jnp.flip(x, dims),
+                            recompute=Recompute.CHEAP, flops=output_size_flops)
 deflinear(flip_p)
 deflinear_transpose(flip_p, lambda ct, x, *, dims: flip_p.bind(ct, dims=dims))
 
@@ -176,7 +179,8 @@ def flip(x, *dims):
 
 
 roll_p = standard_primitive("roll", lambda x, *, shifts, dims: x.shape, _keep_dtype,
-                            lambda x, *, shifts, dims: jnp.roll(x, shifts, dims))
+                            lambda x, *, shifts, dims: jnp.roll(x, shifts, dims),
+                            recompute=Recompute.CHEAP, flops=output_size_flops)
 deflinear(roll_p)
 deflinear_transpose(roll_p, lambda ct, x, *, shifts, dims: roll_p.bind(
     ct, shifts=-shifts if isinstance(shifts, int) else tuple(-s for s in shifts), dims=dims))
@@ -206,7 +210,8 @@ def _repeat_shape(x, *, repeats):
     return tuple(a * b for a, b in zip(padded, repeats, strict=True))
 
 
-repeat_p = standard_primitive("repeat", _repeat_shape, _keep_dtype, lambda x, *, repeats: jnp.tile(x, repeats))
+repeat_p = standard_primitive("repeat", _repeat_shape, _keep_dtype, lambda x, *, repeats: jnp.tile(x, repeats),
+                              recompute=Recompute.CHEAP, flops=output_size_flops)
 deflinear(repeat_p)
 
 
@@ -251,7 +256,8 @@ def _triangle(name: str, fn) -> Primitive:
         if x.ndim < 2:
             raise ShapeError(f"{name}: input must have at least 2 dimensions, got shape {list(x.shape)}")
         return x.shape
-    return standard_primitive(name, shape_rule, _keep_dtype, lambda x, *, diagonal: fn(x, diagonal))
+    return standard_primitive(name, shape_rule, _keep_dtype, lambda x, *, diagonal: fn(x, diagonal),
+                              recompute=Recompute.CHEAP, flops=output_size_flops)
 
 
 tril_p = _triangle("tril", jnp.tril)

@@ -14,7 +14,7 @@ from jax import lax
 
 from aotjax.core.errors import AliasingError, ShapeError, UnsupportedError
 from aotjax.core.interpreter import contiguous_strides, get_aval
-from aotjax.core.primitive import Kind, Primitive, abstract_eval
+from aotjax.core.primitive import Kind, Primitive, Recompute, abstract_eval, output_size_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero, instantiate, unbroadcast
 from aotjax.interpreters.jvp import defjvp_zero, deflinear
@@ -59,7 +59,8 @@ select_p = standard_primitive(
     lambda x, *, dim, index: lax.index_in_dim(x, index, dim, keepdims=False), kind=Kind.VIEW)
 select_scatter_p = standard_primitive(
     "select_scatter", lambda b, y, *, dim, index: b.shape, lambda b, y, *, dim, index: b.dtype,
-    lambda b, y, *, dim, index: lax.dynamic_update_index_in_dim(b, y.astype(b.dtype), index, dim))
+    lambda b, y, *, dim, index: lax.dynamic_update_index_in_dim(b, y.astype(b.dtype), index, dim),
+    recompute=Recompute.CHEAP, flops=output_size_flops)
 select_p.view_inverse = lambda apply, base, y, *, dim, index: apply(select_scatter_p, base, y, dim=dim, index=index)
 select_p.view_strides = lambda shape, strides, offset, *, dim, index: (
     strides[:dim] + strides[dim + 1:], offset + index * strides[dim])
@@ -101,7 +102,8 @@ def _slice_scatter_lower(b, y, *, dim, start, stop, step):
 
 slice_p = _view_primitive("slice", _slice_shape, lambda x, *, dim, start, stop, step: lax.slice_in_dim(
     x, start, max(start, stop), step, dim))
-slice_scatter_p = standard_primitive("slice_scatter", _same, _base_dtype, _slice_scatter_lower)
+slice_scatter_p = standard_primitive("slice_scatter", _same, _base_dtype, _slice_scatter_lower,
+                                     recompute=Recompute.CHEAP, flops=output_size_flops)
 slice_p.view_inverse = lambda apply, base, y, **params: apply(slice_scatter_p, base, y, **params)
 slice_p.view_strides = lambda shape, strides, offset, *, dim, start, stop, step: (
     strides[:dim] + (strides[dim] * step,) + strides[dim + 1:], offset + start * strides[dim])
@@ -202,7 +204,8 @@ def _diagonal_strides(shape, strides, storage_offset, /, *, offset, dim1, dim2):
 
 diagonal_p = _view_primitive("diagonal", _diagonal_shape, lambda x, *, offset, dim1, dim2: jnp.diagonal(
     x, offset, dim1, dim2))
-diagonal_scatter_p = standard_primitive("diagonal_scatter", _same, _base_dtype, _diagonal_scatter_lower)
+diagonal_scatter_p = standard_primitive("diagonal_scatter", _same, _base_dtype, _diagonal_scatter_lower,
+                                        recompute=Recompute.CHEAP, flops=output_size_flops)
 diagonal_p.view_inverse = lambda apply, base, y, **params: apply(diagonal_scatter_p, base, y, **params)
 diagonal_p.view_strides = _diagonal_strides
 deflinear(diagonal_p)

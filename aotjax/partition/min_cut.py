@@ -3,14 +3,18 @@
 Each forward value `v` is an edge `v.in -> v.out` whose capacity is the bytes saving it costs; an
 equation links each operand's `out` to each result's `in` (infinite capacity); values the backward
 reads link to the sink; values that must be computed in the forward (primal inputs, constants, and
-the results of equations that are never recomputed: matmuls, reductions, random numbers, calls) hang
-from the source. The minimum cut is the cheapest set of values to save such that the backward can
-recompute everything else it needs from them. Primal inputs cost nothing to save (they exist
-anyway), so chains of cheap elementwise and view ops are recomputed from the inputs.
+the results of equations that are not recomputed) hang from the source. The minimum cut is the
+cheapest set of values to save such that the backward can recompute everything else it needs from
+them. Primal inputs cost nothing to save (they exist anyway), so chains of cheap elementwise and view
+ops are recomputed from the inputs.
 
-A `memory_budget` below 1 trades recomputation for memory: saved values are given up for
-recomputation in order of least FLOPs per byte, each time cutting again, down to 0 where only inputs
-are saved. The saved bytes never grow as the budget falls.
+What may be recomputed is declared on each primitive (`aotjax.core.primitive.Recompute`): `CHEAP`
+ones (elementwise, data movement) freely, `EXPENSIVE` ones (matrix products, reductions, gathers,
+calls) only when a memory budget forces it, `NEVER` ones (random draws) never. A `memory_budget`
+below 1 trades recomputation for memory: saved values are given up for recomputation in order of
+least FLOPs per byte (each primitive's declared cost rule, `Primitive.flops`), each time cutting
+again, down to 0 where only inputs and the results of `NEVER` primitives are saved. The saved bytes
+never grow as the budget falls.
 """
 from __future__ import annotations
 
@@ -19,35 +23,35 @@ from typing import Callable
 
 import networkx as nx
 
-from aotjax.core.ir import Var
-from aotjax.core.primitive import Kind
+from aotjax.core.ir import Eqn, Var
+from aotjax.core.primitive import Recompute, eqn_flops
 from aotjax.partition.split import JointInfo, Partitioned, classify, needed_by_backward, split
-
-# Primitives cheap enough to recompute in the backward rather than save: elementwise and data movement.
-RECOMPUTABLE = frozenset("""
-neg abs exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid relu silu erf floor ceil sign reciprocal square isnan
-isfinite logical_not bitwise_not gelu round add sub mul remainder pow maximum minimum atan2 eq ne lt le gt ge
-logical_and logical_or bitwise_and bitwise_or bitwise_xor div where clamp lerp convert_element_type select_scatter
-slice_scatter diagonal_scatter clone cat flip roll repeat tril triu full fill copy masked_fill checkpoint_name
-""".split())
 
 _INF = math.inf
 
 
-def recomputable(eqn) -> bool:
-    """Whether the min-cut partitioner may recompute `eqn` in the backward."""
-    return eqn.primitive.kind is Kind.VIEW or eqn.primitive.name in RECOMPUTABLE
+def recompute_class(eqn: Eqn) -> Recompute:
+    """The recompute class `eqn`'s primitive declares (`Primitive.recompute`)."""
+    cls = eqn.primitive.recompute
+    if cls is None:
+        raise NotImplementedError(
+            f"min_cut_partition: primitive '{eqn.primitive.name}' declares no recompute class; declare one "
+            f"(Primitive(..., recompute=Recompute.CHEAP / EXPENSIVE / NEVER)), or make it with a family combinator")
+    return cls
 
 
-def flops(eqn) -> float:
-    """A rough FLOP count of `eqn` (what recomputing it costs)."""
-    out = max((v.aval.size for v in eqn.outputs), default=1)
-    if eqn.primitive.name == "matmul":
-        return 2.0 * out * eqn.inputs[0].aval.shape[-1]
-    if eqn.primitive.name == "einsum":
-        a, b = (x.aval.size for x in eqn.inputs[:2])
-        return 2.0 * out * max(1.0, math.sqrt(a * b / max(out, 1)))
-    return float(max([out] + [a.aval.size for a in eqn.inputs if isinstance(a, Var)]))
+def recomputable(eqn: Eqn) -> bool:
+    """Whether the min-cut partitioner recomputes `eqn` in the backward freely (a `Recompute.CHEAP` primitive)."""
+    return recompute_class(eqn) is Recompute.CHEAP
+
+
+def _never_recomputed(eqn: Eqn) -> bool:
+    return recompute_class(eqn) is Recompute.NEVER
+
+
+def flops(eqn: Eqn) -> float:
+    """A rough FLOP count of `eqn` (what recomputing it costs), by its primitive's cost rule (`Primitive.flops`)."""
+    return eqn_flops(eqn)
 
 
 def min_cut_partition(memory_budget: float = 1.0) -> Callable[[JointInfo], Partitioned]:
@@ -74,19 +78,20 @@ def choose_saved(joint: JointInfo, memory_budget: float = 1.0) -> list[Var]:
     """The values to save under `memory_budget` (see the module docstring)."""
     graph = _Graph(joint)
     best = graph.cut(frozenset())
-    inputs_only = graph.cut(frozenset(graph.values), allow_all=True)
-    if memory_budget >= 1.0 or graph.nbytes(best) <= graph.nbytes(inputs_only):
+    least = graph.cut(frozenset(graph.values), allow_all=True)  # inputs and what is never recomputed
+    if memory_budget >= 1.0 or graph.nbytes(best) <= graph.nbytes(least):
         return best
     cuts, recompute = [best], set()
     while True:
-        candidates = [v for v in cuts[-1] if id(v) in graph.producer and id(v) not in recompute]
+        candidates = [v for v in cuts[-1] if id(v) in graph.producer and id(v) not in recompute
+                      and not _never_recomputed(graph.producer[id(v)])]
         if not candidates:
             break
         v = min(candidates, key=lambda v: flops(graph.producer[id(v)]) / max(v.aval.nbytes, 1))
         recompute.add(id(v))
         cuts.append(graph.cut(frozenset(recompute)))
-    cuts.append(inputs_only)
-    low, high = graph.nbytes(inputs_only), graph.nbytes(best)
+    cuts.append(least)
+    low, high = graph.nbytes(least), graph.nbytes(best)
     allowed = low + memory_budget * (high - low)
     fitting = [c for c in cuts if graph.nbytes(c) <= allowed + 1e-9]
     return max(fitting, key=graph.nbytes)
@@ -109,16 +114,19 @@ class _Graph:
 
     def cut(self, recompute: frozenset, allow_all: bool = False) -> list[Var]:
         """The min cut, with the values in `recompute` (ids) forbidden to be saved; with `allow_all`,
-        every equation may be recomputed (so only inputs are saved)."""
+        every equation may be recomputed (so only inputs are saved). A `Recompute.NEVER` equation is
+        never recomputed: its results are saved whatever `recompute` and `allow_all` say."""
         g = nx.DiGraph()
         for key, v in self.values.items():
             free = key in self.primal_ids or key not in self.producer  # inputs and constants
-            cap = 0.0 if free else (_INF if (key in recompute or allow_all) else float(v.aval.nbytes))
+            forced = (key in recompute or allow_all) and not free and not _never_recomputed(self.producer[key])
+            cap = 0.0 if free else (_INF if forced else float(v.aval.nbytes))
             g.add_edge(("in", key), ("out", key), capacity=cap)
             if free:
                 g.add_edge("source", ("in", key), capacity=_INF)
         for e in self.fwd:
-            banned = not (allow_all or recomputable(e)) and not any(id(v) in recompute for v in e.outputs)
+            forced = any(id(v) in recompute for v in e.outputs)
+            banned = _never_recomputed(e) or not (allow_all or forced or recomputable(e))
             for v in e.outputs:
                 if banned and e.inputs:
                     g.add_edge("source", ("in", id(v)), capacity=_INF)

@@ -7,7 +7,7 @@ backward only where the policy allows; the rest the backward recomputes from the
 
 Policies are `policy(prim, *avals, **params) -> bool` ("may this primitive's output be saved?"):
 `nothing_saveable` (the default: save only the region's inputs), `everything_saveable`,
-`dots_saveable` (matmul and einsum outputs), `save_only_these_names(*names)` and
+`dots_saveable` (matrix products: primitives declared `is_dot`), `save_only_these_names(*names)` and
 `save_anything_except_these_names(*names)` (values marked with `checkpoint_name`).
 """
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Callable
 
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.source_info import where
-from aotjax.ops.linalg import einsum_p, matmul_p
 from aotjax.ops.remat import checkpoint_p, name_p
 from aotjax.runtime import boundary
 from aotjax.transforms.functionalize import stage_functionalized
@@ -35,8 +34,9 @@ def nothing_saveable(prim, *avals, **params) -> bool:
 
 
 def dots_saveable(prim, *avals, **params) -> bool:
-    """Save the outputs of matrix products (`matmul`, `einsum`); recompute the cheap rest."""
-    return prim is matmul_p or prim is einsum_p
+    """Save the outputs of matrix products (`matmul`, `einsum`: primitives declared `is_dot`); recompute the
+    cheap rest."""
+    return prim.is_dot
 
 
 def save_only_these_names(*names: str) -> Callable:
