@@ -18,14 +18,13 @@ from aotjax.interpreters.transpose import transpose_rules
 from aotjax.ops._combinators import elementwise
 from aotjax.partition import min_cut_partition
 from aotjax.partition.min_cut import flops
-from tests.interpreters.test_transpose import T
+from tests.op_records import RECORDS, records
 
-# Linear primitives whose transpose is not checked by a row of the dot-product table in
-# tests/interpreters/test_transpose.py, and where it is checked instead.
+# Linear primitives whose transpose is not checked by the dot-product test of an op record (tests/op_records.py,
+# `linear`), and where it is checked instead.
 TRANSPOSE_TESTED_ELSEWHERE = {
     "detach": "its cotangent is zero by design: test_transpose.py::test_detach_has_a_zero_cotangent",
     "checkpoint": "transposed through its body: tests/test_checkpoint.py",
-    "compiled_call": "transposed through its body: tests/test_aot.py (grad of aot)",
     "aot_lin": "its transpose is the compiled backward: tests/test_aot.py",
     "custom_lin": "its transpose is the user's bwd: tests/test_custom_derivatives.py",
 }
@@ -78,11 +77,20 @@ def test_every_primitive_with_a_transpose_rule_is_declared_linear():
 
 
 def test_every_linear_primitive_has_a_dot_product_test():
-    tested = {row[1] for row in T}
+    tested = {r.prim for r in records(linear=True)}
     linear = {p.name for p in all_primitives() if p.linear}
     untested = sorted(linear - tested - set(TRANSPOSE_TESTED_ELSEWHERE))
-    assert not untested, f"linear primitives without a row in test_transpose.T: {untested}"
+    assert not untested, f"linear primitives without an op record transposing them (tests/op_records.py): {untested}"
     assert set(TRANSPOSE_TESTED_ELSEWHERE) <= linear
+    assert tested <= linear, f"op records transposing primitives not declared linear: {sorted(tested - linear)}"
+
+
+def test_op_records_have_unique_names_and_are_each_used():
+    names = [r.name for r in RECORDS]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    unused = [r.name for r in RECORDS if r.numpy is None and r.jax is None and not r.linear]
+    assert not unused, f"op records that no test reads (no numpy, no jax reference, not linear): {unused}"
+    assert all(r.prim for r in records(linear=True)), "a record declared linear names the primitive it transposes"
 
 
 def test_every_mutation_declares_what_it_writes_and_its_functional_form():

@@ -1,6 +1,7 @@
-"""The transpose interpreter: the dot-product test `<A x, y> == <x, A^T y>` for every linear primitive
-(tests/test_rule_coverage.py checks that each primitive declared linear has a row), and the backward
-pass's handling of known equations, symbolic zeros and missing rules."""
+"""The transpose interpreter: the dot-product test `<A x, y> == <x, A^T y>` for every operand set an op of
+the op table (tests/op_records.py) is linear in (tests/test_rule_coverage.py checks that each primitive
+declared linear has one), and the backward pass's handling of known equations, symbolic zeros and
+missing rules."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,146 +12,26 @@ from aotjax.core import all_primitives
 from aotjax.interpreters.ad_util import Zero
 from aotjax.interpreters.partial_eval import PartialVal, partial_eval_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass, transpose_flat, transpose_rules
-from aotjax.ops.indexing import copy_p, fill_p
-from aotjax.ops.remat import optimization_barrier_p
-from aotjax.ops.views import diagonal_scatter_p, select_scatter_p, slice_scatter_p
+from tests.op_records import derivative_inputs, records
+
+# (record, the operands to transpose in): the others are known values
+DOT_PRODUCT_CASES = [(r, lin) for r in records(linear=True) for lin in r.linear]
 
 
-def f64(*shape):
-    return ("f64", shape)
-
-
-def f32(*shape):
-    return ("f32", shape)
-
-
-def idx(*values):
-    return ("int", values)
-
-
-def mask(*values):
-    return ("bool", values)
-
-
-def _make(spec, rng):
-    kind, v = spec
-    if kind == "f64":
-        return aotjax.tensor(rng.standard_normal(v))
-    if kind == "f32":
-        return aotjax.tensor(rng.standard_normal(v).astype(np.float32))
-    if kind == "int":
-        return aotjax.tensor(np.array(v, np.int64))
-    return aotjax.tensor(np.array(v, bool))
-
-
-# (id, primitive, function of the tensors, input specs, the linear inputs)
-T = [
-    ("convert_element_type", "convert_element_type", lambda x: x.to(aotjax.float64), [f32(3, 2)], (0,)),
-    ("neg", "neg", lambda x: -x, [f64(2, 3)], (0,)),
-    ("add_broadcast", "add", lambda x, y: x + y, [f64(3, 1), f64(4)], (0, 1)),
-    ("add_affine", "add", lambda x, y: x + y, [f64(2, 3), f64(3)], (0,)),
-    ("sub_broadcast", "sub", lambda x, y: x - y, [f64(2, 1, 3), f64(4, 1)], (0, 1)),
-    ("mul_lhs", "mul", lambda x, y: x * y, [f64(2, 3), f64(3)], (0,)),
-    ("mul_rhs", "mul", lambda x, y: x * y, [f64(2, 1), f64(2, 3)], (0,)),
-    ("mul_scalar", "mul", lambda x: x * 2.5, [f64(4)], (0,)),
-    ("div", "div", lambda x, y: x / (y.abs() + 1), [f64(2, 3), f64(3)], (0,)),
-    ("where", "where", lambda c, x, y: aotjax.where(c, x, y), [mask(True, False, True), f64(2, 3), f64(2, 1)],
-     (1, 2)),
-    ("where_literal", "where", lambda c, x: aotjax.where(c, x, 0.0), [mask(False, True), f64(3, 2)], (1,)),
-    ("reduce_sum_dim", "reduce_sum", lambda x: x.sum(1), [f64(2, 3, 4)], (0,)),
-    ("reduce_sum_keepdim", "reduce_sum", lambda x: x.sum((0, 2), keepdim=True), [f64(2, 3, 4)], (0,)),
-    ("reduce_sum_all", "reduce_sum", lambda x: x.sum(), [f64(2, 3)], (0,)),
-    ("cumsum", "cumsum", lambda x: x.cumsum(1), [f64(2, 4)], (0,)),
-    ("matmul_a", "matmul", lambda a, b: a @ b, [f64(2, 3), f64(3, 4)], (0,)),
-    ("matmul_b", "matmul", lambda a, b: a @ b, [f64(2, 3), f64(3, 4)], (1,)),
-    ("matmul_batch_a", "matmul", lambda a, b: a @ b, [f64(5, 1, 2, 3), f64(4, 3, 2)], (0,)),
-    ("matmul_batch_b", "matmul", lambda a, b: a @ b, [f64(5, 1, 2, 3), f64(4, 3, 2)], (1,)),
-    ("matmul_vec_mat", "matmul", lambda a, b: a @ b, [f64(3), f64(2, 3, 4)], (0,)),
-    ("matmul_vec_mat_b", "matmul", lambda a, b: a @ b, [f64(3), f64(2, 3, 4)], (1,)),
-    ("matmul_mat_vec", "matmul", lambda a, b: a @ b, [f64(2, 3), f64(3)], (1,)),
-    ("matmul_dot", "matmul", lambda a, b: a @ b, [f64(3), f64(3)], (0,)),
-    ("matmul_3d_2d_b", "matmul", lambda a, b: a @ b, [f64(2, 4, 3), f64(3, 5)], (1,)),
-    ("matmul_3d_2d_a", "matmul", lambda a, b: a @ b, [f64(2, 4, 3), f64(3, 5)], (0,)),
-    ("matmul_4d_2d_b", "matmul", lambda a, b: a @ b, [f64(2, 3, 4, 3), f64(3, 5)], (1,)),
-    ("matmul_2d_4d_a", "matmul", lambda a, b: a @ b, [f64(4, 3), f64(2, 3, 3, 5)], (0,)),
-    ("matmul_size1_batch_b", "matmul", lambda a, b: a @ b, [f64(2, 3, 4, 3), f64(1, 1, 3, 5)], (1,)),
-    ("matmul_bcast_batch_a", "matmul", lambda a, b: a @ b, [f64(1, 3, 4, 3), f64(2, 1, 3, 5)], (0,)),
-    ("matmul_bcast_batch_b", "matmul", lambda a, b: a @ b, [f64(1, 3, 4, 3), f64(2, 1, 3, 5)], (1,)),
-    ("matmul_batch_vec_b", "matmul", lambda a, b: a @ b, [f64(2, 4, 3), f64(3)], (1,)),
-    ("matmul_vec_batch_a", "matmul", lambda a, b: a @ b, [f64(3), f64(1, 2, 3, 4)], (0,)),
-    ("einsum_mm", "einsum", lambda a, b: aotjax.einsum("ij,jk->ik", a, b), [f64(2, 3), f64(3, 4)], (1,)),
-    ("einsum_diag", "einsum", lambda a: aotjax.einsum("ii->i", a), [f64(3, 3)], (0,)),
-    ("einsum_trace_outer", "einsum", lambda a, b: aotjax.einsum("ii,j->j", a, b), [f64(3, 3), f64(2)], (0,)),
-    ("einsum_sum_only_here", "einsum", lambda a, b: aotjax.einsum("ij,k->i", a, b), [f64(2, 3), f64(4)], (1,)),
-    ("einsum_implicit", "einsum", lambda a, b: aotjax.einsum("ij,jk", a, b), [f64(2, 3), f64(3, 4)], (0,)),
-    ("einsum_ellipsis_bcast", "einsum", lambda a, b: aotjax.einsum("...ij,...jk->...ik", a, b),
-     [f64(1, 2, 3), f64(4, 3, 2)], (0,)),
-    ("einsum_ellipsis_rhs", "einsum", lambda a, b: aotjax.einsum("...ij,...jk->...ik", a, b),
-     [f64(1, 2, 3), f64(4, 3, 2)], (1,)),
-    ("select", "select", lambda x: x.select(1, 2), [f64(2, 3, 4)], (0,)),
-    ("slice", "slice", lambda x: x[:, 1:3], [f64(2, 4)], (0,)),
-    ("slice_step", "slice", lambda x: x[1::2], [f64(5, 2)], (0,)),
-    ("diagonal", "diagonal", lambda x: x.diagonal(1), [f64(3, 4)], (0,)),
-    ("diagonal_3d", "diagonal", lambda x: x.diagonal(-1, 0, 2), [f64(3, 2, 4)], (0,)),
-    ("permute", "permute", lambda x: x.permute(2, 0, 1), [f64(2, 3, 4)], (0,)),
-    ("view", "view", lambda x: x.view(3, 2, 2), [f64(2, 6)], (0,)),
-    ("squeeze", "squeeze", lambda x: x.squeeze(1), [f64(2, 1, 3)], (0,)),
-    ("unsqueeze", "unsqueeze", lambda x: x.unsqueeze(-1), [f64(2, 3)], (0,)),
-    ("expand", "expand", lambda x: x.expand(2, 3, 4), [f64(3, 1)], (0,)),
-    ("alias", "alias", lambda x: x[...], [f64(2, 3)], (0,)),
-    ("select_scatter", "select_scatter", lambda b, y: select_scatter_p.bind(b, y, dim=1, index=2),
-     [f64(2, 3, 4), f64(2, 4)], (0, 1)),
-    ("slice_scatter", "slice_scatter", lambda b, y: slice_scatter_p.bind(b, y, dim=0, start=1, stop=5, step=2),
-     [f64(5, 3), f64(2, 3)], (0, 1)),
-    ("diagonal_scatter", "diagonal_scatter",
-     lambda b, y: diagonal_scatter_p.bind(b, y, offset=-1, dim1=0, dim2=1), [f64(3, 4), f64(2)], (0, 1)),
-    ("index", "index", lambda x, i: x[i], [f64(3, 2), idx(0, 2, 0, -1)], (0,)),
-    ("index_two_dims", "index", lambda x, i, j: x[i, :, j], [f64(3, 2, 4), idx(0, 1, 0), idx(3, 3, -4)], (0,)),
-    ("index_put_set", "index_put", lambda x, i, v: x.index_put((i,), v), [f64(4, 3), idx(2, 0), f64(2, 3)],
-     (0, 2)),
-    ("index_put_set_repeated", "index_put", lambda x, i, v: x.index_put((i,), v),
-     [f64(4, 3), idx(1, 3, 1, 1), f64(4, 3)], (0, 2)),
-    ("index_put_broadcast_value", "index_put", lambda x, i, v: x.index_put((i,), v),
-     [f64(4, 3), idx(1, 2), f64(3)], (0, 2)),
-    ("index_put_accumulate", "index_put", lambda x, i, v: x.index_put((i,), v, accumulate=True),
-     [f64(4, 3), idx(1, 3, 1), f64(3, 1)], (0, 2)),
-    ("gather", "gather", lambda x, i: x.gather(1, i), [f64(3, 4), idx([0, 3], [1, 1])], (0,)),
-    ("scatter", "scatter", lambda x, i, s: x.scatter(1, i, s), [f64(3, 4), idx([0, 0], [3, 1]), f64(3, 3)],
-     (0, 2)),
-    ("scatter_scalar_src", "scatter", lambda x, i, s: x.scatter(0, i, s), [f64(3, 2), idx([2, 0]), f64()],
-     (0, 2)),
-    ("scatter_add", "scatter_add", lambda x, i, s: x.scatter_add(1, i, s),
-     [f64(3, 4), idx([0, 0], [3, 1]), f64(2, 3)], (0, 2)),
-    ("masked_fill", "masked_fill", lambda x, m, v: x.masked_fill(m, v), [f64(2, 3), mask(True, False, True), f64()],
-     (0, 2)),
-    ("masked_fill_constant", "masked_fill", lambda x, m: x.masked_fill(m, 1.5), [f64(2, 3), mask(False, True, True)],
-     (0,)),
-    ("index_add", "index_add", lambda x, i, s: x.index_add(1, i, s, alpha=2.0),
-     [f64(2, 4), idx(3, 0, 3), f64(2, 3)], (0, 2)),
-    ("copy", "copy", lambda d, s: copy_p.bind(d, s), [f64(2, 3), f64(3)], (0, 1)),
-    ("fill", "fill", lambda x, v: fill_p.bind(x, v), [f64(2, 3), f64()], (0, 1)),
-    ("cat", "cat", lambda x, y, z: aotjax.cat([x, y, z], dim=1), [f64(2, 1), f64(2, 3), f64(2, 2)], (0, 2)),
-    ("flip", "flip", lambda x: x.flip(0, 2), [f64(2, 3, 4)], (0,)),
-    ("roll", "roll", lambda x: x.roll((1, -2), (0, 1)), [f64(3, 4)], (0,)),
-    ("roll_flat", "roll", lambda x: x.roll(5), [f64(3, 4)], (0,)),
-    ("repeat", "repeat", lambda x: x.repeat(2, 1, 3), [f64(2, 3)], (0,)),
-    ("tril", "tril", lambda x: x.tril(1), [f64(2, 3, 4)], (0,)),
-    ("triu", "triu", lambda x: x.triu(-1), [f64(3, 3)], (0,)),
-    ("clone", "clone", lambda x: x.clone(), [f64(2, 3)], (0,)),
-    ("checkpoint_name", "checkpoint_name", lambda x: aotjax.checkpoint_name(x, "h"), [f64(2, 3)], (0,)),
-    ("optimization_barrier", "optimization_barrier", lambda x, y: optimization_barrier_p.bind(x, y)[0] * 2.0 + y,
-     [f64(2, 3), f64(3)], (0, 1)),
-]
+def _case_id(case) -> str:
+    record, linear = case
+    return record.name if len(record.linear) == 1 else f"{record.name}-{''.join(map(str, linear))}"
 
 
 def _vdot(a, b) -> float:
     return float(np.vdot(np.asarray(a, np.float64), np.asarray(b, np.float64)))
 
 
-@pytest.mark.parametrize("prim_name, fn, specs, linear", [row[1:] for row in T], ids=[row[0] for row in T])
-def test_dot_product(prim_name, fn, specs, linear):
+@pytest.mark.parametrize("record, linear", DOT_PRODUCT_CASES, ids=[_case_id(c) for c in DOT_PRODUCT_CASES])
+def test_dot_product(record, linear):
+    fn, prim_name = record.fn, record.prim
     rng = np.random.default_rng(0)
-    args = [_make(s, rng) for s in specs]
+    args = [aotjax.tensor(a) for a in derivative_inputs(record)]
 
     def apply(lin):
         full = list(args)

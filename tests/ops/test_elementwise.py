@@ -1,45 +1,16 @@
-"""Elementwise ops against NumPy references, one table row per op: values and result dtypes (PyTorch's
-promotion), broadcasting, 0-d tensors, the in-place variant written through a view into its base,
-the traced program against eager, and errors that name the op. NumPy references keep the tests fast
-(jax's eager ops compile once per shape)."""
-import math
-from dataclasses import dataclass
-from typing import Callable
-
+"""Elementwise ops against NumPy references, one row per op in the op table (tests/op_records.py, families
+UNARY and BINARY): values and result dtypes (PyTorch's promotion), broadcasting, 0-d tensors, the in-place
+variant written through a view into its base, the traced program against eager, and errors that name the
+op. NumPy references keep the tests fast (jax's eager ops compile once per shape)."""
 import numpy as np
 import pytest
 
 import aotjax
 from aotjax.core.errors import DTypeError, ShapeError
 from tests.helpers import check_traced_matches_eager
+from tests.op_records import BOOL, F16, F32, F64, I32, I64, Family, OpRecord, Result, records, sample
 
 T = aotjax.tensor
-F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
-I32, I64, BOOL = np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.bool_)  # x64 is on: default int is int64
-
-
-def sample(domain: str, shape, dtype, seed=0):
-    """Random values of `dtype` in `domain`: any, pos (> 0), unit (|x| < 1), nonzero, special (with nan/inf)."""
-    rng = np.random.default_rng(seed)
-    dtype = np.dtype(dtype)
-    if dtype == BOOL:
-        return rng.integers(0, 2, shape).astype(bool)
-    if np.issubdtype(dtype, np.integer):
-        lo, hi = {"pos": (1, 6), "nonzero": (1, 6), "small": (0, 4)}.get(domain, (-5, 6))
-        v = rng.integers(lo, hi, shape)
-        if domain == "nonzero":
-            v = v * rng.choice([-1, 1], shape)
-        return v.astype(dtype)
-    v = rng.standard_normal(shape) * 2
-    if domain == "pos":
-        v = np.abs(v) + 0.1
-    elif domain == "unit":
-        v = np.tanh(v) * 0.9
-    elif domain == "nonzero":
-        v = np.where(np.abs(v) < 0.1, 0.5, v)
-    elif domain == "special" and v.size >= 3:
-        v.flat[:3] = [np.nan, np.inf, -np.inf]
-    return v.astype(dtype)
 
 
 def close(out, expected, tol):
@@ -55,102 +26,39 @@ def is_float(dtype) -> bool:
 
 
 # -- unary -----------------------------------------------------------------------------------------
-_erf = np.vectorize(math.erf, otypes=[np.float64])
-
-
-def _gelu(x):
-    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
-
-
-def _gelu_tanh(x):
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
-
-
-@dataclass
-class Unary:
-    name: str
-    ref: Callable  # on float64 (or integer) NumPy arrays
-    domain: str = "any"
-    kind: str = "float"  # float: int -> float32; keep: the dtype is kept; bool: the result is bool
-    inplace: bool = True
-    fn: Callable | None = None
-    fn_: Callable | None = None
-    tol: float = 1e-5
-
-    def __post_init__(self):
-        self.fn = self.fn or getattr(aotjax, self.name)
-        self.fn_ = self.fn_ or (lambda x: getattr(x, self.name + "_")())
-
-    def out_dtype(self, dt):
-        if self.kind == "bool":
-            return BOOL
-        if self.kind == "float" and not is_float(dt):
-            return F32
-        return dt
-
-
-UNARY = [
-    Unary("neg", np.negative, kind="keep"),
-    Unary("abs", np.abs, kind="keep"),
-    Unary("exp", np.exp),
-    Unary("log", np.log, "pos"),
-    Unary("log1p", np.log1p, "pos"),
-    Unary("expm1", np.expm1),
-    Unary("sqrt", np.sqrt, "pos"),
-    Unary("rsqrt", lambda x: 1 / np.sqrt(x), "pos"),
-    Unary("sin", np.sin),
-    Unary("cos", np.cos),
-    Unary("tan", np.tan, "unit"),
-    Unary("tanh", np.tanh),
-    Unary("sigmoid", lambda x: 1 / (1 + np.exp(-x))),
-    Unary("relu", lambda x: np.maximum(x, 0), kind="keep"),
-    Unary("gelu", _gelu),
-    Unary("gelu_tanh", _gelu_tanh, fn=lambda x: aotjax.gelu(x, approximate="tanh"),
-          fn_=lambda x: x.gelu_(approximate="tanh")),
-    Unary("silu", lambda x: x / (1 + np.exp(-x))),
-    Unary("erf", _erf),
-    Unary("floor", np.floor, kind="keep"),
-    Unary("ceil", np.ceil, kind="keep"),
-    Unary("round", np.round, kind="keep"),
-    Unary("round_decimals", lambda x: np.round(x, 2), kind="keep", fn=lambda x: aotjax.round(x, decimals=2),
-          fn_=lambda x: x.round_(decimals=2)),
-    Unary("sign", np.sign, kind="keep"),
-    Unary("reciprocal", lambda x: 1 / x, "nonzero"),
-    Unary("square", np.square, kind="keep"),
-    Unary("isnan", np.isnan, "special", kind="bool", inplace=False),
-    Unary("isfinite", np.isfinite, "special", kind="bool", inplace=False),
-    Unary("logical_not", np.logical_not, kind="bool"),
-]
+UNARY = records(family=Family.UNARY)
 UNARY_IDS = [u.name for u in UNARY]
+UNARY_INPLACE = [u for u in UNARY if u.inplace]
 
 
-def unary_expected(u: Unary, a):
+def unary_expected(u: OpRecord, a):
     out_dt = u.out_dtype(a.dtype)
     ref_in = a.astype(np.float64) if is_float(out_dt) or is_float(a.dtype) else a
-    return np.asarray(u.ref(ref_in)).astype(out_dt)
+    return np.asarray(u.numpy(ref_in)).astype(out_dt)
 
 
 @pytest.mark.parametrize("u", UNARY, ids=UNARY_IDS)
 @pytest.mark.parametrize("dtype", [F32, I64])
 def test_unary_values_and_dtype(u, dtype):
-    a = sample(u.domain, (2, 3), dtype)
+    a = sample(u.domain_of(0), (2, 3), dtype)
     close(u.fn(T(a)), unary_expected(u, a), u.tol)
 
 
-@pytest.mark.parametrize("u", [u for u in UNARY if u.kind != "keep"], ids=[u.name for u in UNARY if u.kind != "keep"])
+@pytest.mark.parametrize("u", [u for u in UNARY if u.result is not Result.KEEP],
+                         ids=[u.name for u in UNARY if u.result is not Result.KEEP])
 def test_unary_float16_0d(u):
-    a = sample(u.domain, (), F16, seed=1)
+    a = sample(u.domain_of(0), (), F16, seed=1)
     out = u.fn(T(a))
     assert out.dtype == u.out_dtype(F16) and out.shape == ()  # float16 stays float16
     close(out, unary_expected(u, a.astype(F32)).astype(out.dtype), 2e-2)
 
 
-@pytest.mark.parametrize("u", [u for u in UNARY if u.inplace], ids=[u.name for u in UNARY if u.inplace])
+@pytest.mark.parametrize("u", UNARY_INPLACE, ids=[u.name for u in UNARY_INPLACE])
 def test_unary_inplace_through_a_view(u):
-    a = sample(u.domain, (2, 3), F32)
+    a = sample(u.domain_of(0), (2, 3), F32)
     x = T(a)
     row = x.select(0, 0)
-    assert u.fn_(row) is row
+    assert u.inplace(row) is row
     expected = a.copy()
     expected[0] = unary_expected(u, a[0]).astype(F32)
     close(x, expected, u.tol)  # the write went through the view into the base
@@ -158,20 +66,20 @@ def test_unary_inplace_through_a_view(u):
 
 @pytest.mark.parametrize("u", UNARY, ids=UNARY_IDS)
 def test_unary_traced_matches_eager(u):
-    a = sample(u.domain, (2, 3), F32)
+    a = sample(u.domain_of(0), (2, 3), F32)
     if u.inplace:
-        _, jaxpr = check_traced_matches_eager(lambda x: (u.fn(x), u.fn_(x.select(0, 1))), T(a), rtol=1e-5)
+        _, jaxpr = check_traced_matches_eager(lambda x: (u.fn(x), u.inplace(x.select(0, 1))), T(a), rtol=1e-5)
         names = [e.primitive.name for e in jaxpr.jaxpr.eqns]
         assert names[0] == names[-1].rstrip("_") and names[-1].endswith("_"), names  # `sin` ... `sin_`
     else:
         check_traced_matches_eager(u.fn, T(a))
 
 
-@pytest.mark.parametrize("u", [u for u in UNARY if u.kind == "float" and u.inplace],
-                         ids=[u.name for u in UNARY if u.kind == "float" and u.inplace])
+@pytest.mark.parametrize("u", [u for u in UNARY_INPLACE if u.result is Result.FLOAT],
+                         ids=[u.name for u in UNARY_INPLACE if u.result is Result.FLOAT])
 def test_float_inplace_on_integers_raises(u):
     with pytest.raises(DTypeError, match=rf"{u.name.split('_')[0]}_: the result type float32 cannot be cast"):
-        u.fn_(T([1, 2]))
+        u.inplace(T([1, 2]))
 
 
 def test_keep_dtype_ops_on_integers():
@@ -193,75 +101,16 @@ def test_bitwise_not():
 
 
 # -- binary ----------------------------------------------------------------------------------------
-def _trunc_div(x, y):
-    out = np.trunc(x / y)
-    return out.astype(x.dtype) if not is_float(x.dtype) else out
-
-
-@dataclass
-class Binary:
-    name: str
-    ref: Callable
-    y_domain: str = "any"
-    kind: str = "keep"  # keep: the promoted dtype; float: ints -> float32; bool: the result is bool
-    dtypes: tuple = (F32, I64)
-    inplace: bool = True
-    fn: Callable | None = None
-    fn_: Callable | None = None
-    x_domain: str = "any"
-    tol: float = 1e-5
-
-    def __post_init__(self):
-        self.fn = self.fn or getattr(aotjax, self.name)
-        self.fn_ = self.fn_ or (lambda x, y: getattr(x, self.name + "_")(y))
-
-    def out_dtype(self, dt):
-        if self.kind == "bool":
-            return BOOL
-        if self.kind == "float" and not is_float(dt):
-            return F32
-        return dt
-
-
-BINARY = [
-    Binary("add", np.add),
-    Binary("add_alpha", lambda x, y: x + 3 * y, fn=lambda x, y: aotjax.add(x, y, alpha=3),
-           fn_=lambda x, y: x.add_(y, alpha=3)),
-    Binary("sub", np.subtract),
-    Binary("sub_alpha", lambda x, y: x - 2 * y, fn=lambda x, y: aotjax.sub(x, y, alpha=2),
-           fn_=lambda x, y: x.sub_(y, alpha=2)),
-    Binary("mul", np.multiply),
-    Binary("div", np.true_divide, "nonzero", kind="float", dtypes=(F32,)),
-    Binary("div_trunc", _trunc_div, "nonzero", fn=lambda x, y: aotjax.div(x, y, rounding_mode="trunc"),
-           fn_=lambda x, y: x.div_(y, rounding_mode="trunc")),
-    Binary("div_floor", np.floor_divide, "nonzero", fn=lambda x, y: aotjax.div(x, y, rounding_mode="floor"),
-           fn_=lambda x, y: x.div_(y, rounding_mode="floor")),
-    Binary("floor_divide", np.floor_divide, "nonzero"),
-    Binary("remainder", np.remainder, "nonzero"),
-    Binary("pow", np.power, "small", x_domain="pos"),
-    Binary("maximum", np.maximum, inplace=False),
-    Binary("minimum", np.minimum, inplace=False),
-    Binary("atan2", np.arctan2, kind="float", dtypes=(F32,)),
-    Binary("eq", np.equal, kind="bool"),
-    Binary("ne", np.not_equal, kind="bool"),
-    Binary("lt", np.less, kind="bool"),
-    Binary("le", np.less_equal, kind="bool"),
-    Binary("gt", np.greater, kind="bool"),
-    Binary("ge", np.greater_equal, kind="bool"),
-    Binary("logical_and", np.logical_and, kind="bool"),
-    Binary("logical_or", np.logical_or, kind="bool"),
-    Binary("bitwise_and", np.bitwise_and, dtypes=(I64, BOOL)),
-    Binary("bitwise_or", np.bitwise_or, dtypes=(I64, BOOL)),
-    Binary("bitwise_xor", np.bitwise_xor, dtypes=(I64, BOOL)),
-]
+BINARY = records(family=Family.BINARY)
 BINARY_IDS = [b.name for b in BINARY]
+BINARY_INPLACE = [b for b in BINARY if b.inplace]
 
 
-def binary_expected(b: Binary, x, y):
+def binary_expected(b: OpRecord, x, y):
     out_dt = b.out_dtype(np.result_type(x, y))
     if is_float(out_dt) or is_float(x.dtype):
         x, y = x.astype(np.float64), y.astype(np.float64)
-    return np.asarray(b.ref(x, y)).astype(out_dt)
+    return np.asarray(b.numpy(x, y)).astype(out_dt)
 
 
 def binary_cases():
@@ -270,14 +119,14 @@ def binary_cases():
 
 @pytest.mark.parametrize("b,dtype", binary_cases(), ids=[f"{b.name}-{dt.name}" for b, dt in binary_cases()])
 def test_binary_broadcasting(b, dtype):
-    x, y = sample(b.x_domain, (2, 3), dtype, 0), sample(b.y_domain, (3,), dtype, 1)
+    x, y = sample(b.domain_of(0), (2, 3), dtype, 0), sample(b.domain_of(1), (3,), dtype, 1)
     close(b.fn(T(x), T(y)), binary_expected(b, x, y), b.tol)
 
 
 @pytest.mark.parametrize("b", BINARY, ids=BINARY_IDS)
 def test_binary_with_python_scalars(b):
     dtype = b.dtypes[0]
-    x = sample(b.x_domain, (2, 3), dtype)
+    x = sample(b.domain_of(0), (2, 3), dtype)
     s = {F32: 1.5, I64: 2, BOOL: True}[dtype]
     if b.name == "pow" and dtype == F32:
         s = 2.0
@@ -286,13 +135,13 @@ def test_binary_with_python_scalars(b):
     close(b.fn(T(x), T(xs)), binary_expected(b, x, xs), b.tol)  # a 0-d tensor of the same dtype
 
 
-@pytest.mark.parametrize("b", [b for b in BINARY if b.inplace], ids=[b.name for b in BINARY if b.inplace])
+@pytest.mark.parametrize("b", BINARY_INPLACE, ids=[b.name for b in BINARY_INPLACE])
 def test_binary_inplace_through_a_view(b):
     dtype = b.dtypes[0]
-    x, y = sample(b.x_domain, (2, 3), dtype, 0), sample(b.y_domain, (3,), dtype, 1)
+    x, y = sample(b.domain_of(0), (2, 3), dtype, 0), sample(b.domain_of(1), (3,), dtype, 1)
     t = T(x)
     row = t.select(0, 1)
-    assert b.fn_(row, T(y)) is row
+    assert b.inplace(row, T(y)) is row
     expected = x.copy()
     expected[1] = binary_expected(b, x[1], y).astype(dtype)
     close(t, expected, b.tol)
@@ -301,11 +150,11 @@ def test_binary_inplace_through_a_view(b):
 @pytest.mark.parametrize("b", BINARY, ids=BINARY_IDS)
 def test_binary_traced_matches_eager(b):
     dtype = b.dtypes[0]
-    x, y = sample(b.x_domain, (2, 3), dtype, 0), sample(b.y_domain, (3,), dtype, 1)
+    x, y = sample(b.domain_of(0), (2, 3), dtype, 0), sample(b.domain_of(1), (3,), dtype, 1)
     if not b.inplace:
         check_traced_matches_eager(b.fn, T(x), T(y))
         return
-    _, jaxpr = check_traced_matches_eager(lambda x, y: (b.fn(x, y), b.fn_(x.select(0, 0), y)), T(x), T(y))
+    _, jaxpr = check_traced_matches_eager(lambda x, y: (b.fn(x, y), b.inplace(x.select(0, 0), y)), T(x), T(y))
     names = [e.primitive.name for e in jaxpr.jaxpr.eqns]
     assert names[-1].endswith("_"), names  # the in-place op stays one `add_`-style equation
 

@@ -1,5 +1,6 @@
-"""View ops: values against NumPy, traced == eager, lowering under jax.jit, each view primitive's inverse
-(writing through) under jax.jit, and argument errors."""
+"""View ops, one row per op in the op table (tests/op_records.py, family VIEW): values against NumPy,
+traced == eager, lowering under jax.jit, each view primitive's inverse (writing through) under jax.jit
+for the rows with a `write` view; then argument errors."""
 import jax
 import numpy as np
 import pytest
@@ -9,57 +10,10 @@ from aotjax.core.errors import ShapeError
 from aotjax.core.views import ViewStep, write_through
 from aotjax.lowering.rules import lowering_rule
 from tests.helpers import check_traced_matches_eager
+from tests.op_records import Family, rand, records
 
-
-def rand(*shape, seed=0):
-    return np.random.default_rng(seed).normal(size=shape).astype(np.float32)
-
-
-# name, input shapes, op on aotjax tensors, NumPy reference (outputs may be tuples)
-CASES = [
-    ("select", [(3, 4)], lambda x: x.select(-1, 2), lambda a: a[:, 2]),
-    ("narrow", [(3, 5)], lambda x: x.narrow(-1, -3, 2), lambda a: a[:, 2:4]),
-    ("diagonal", [(4, 3)], lambda x: x.diagonal(), lambda a: np.diagonal(a)),
-    ("diagonal_offset_dims", [(2, 4, 3)], lambda x: x.diagonal(1, -1, 1), lambda a: np.diagonal(a, 1, -1, 1)),
-    ("diagonal_empty", [(2, 3)], lambda x: x.diagonal(-5), lambda a: np.diagonal(a, -5)),
-    ("permute", [(2, 3, 4)], lambda x: x.permute(-1, 0, 1), lambda a: a.transpose(2, 0, 1)),
-    ("permute_tuple", [(2, 3, 4)], lambda x: x.permute((1, 2, 0)), lambda a: a.transpose(1, 2, 0)),
-    ("transpose", [(2, 3, 4)], lambda x: x.transpose(0, -2), lambda a: a.swapaxes(0, 1)),
-    ("t", [(2, 3)], lambda x: x.t(), lambda a: a.T),
-    ("t_1d", [(3,)], lambda x: x.t(), lambda a: a),
-    ("movedim", [(2, 3, 4)], lambda x: x.movedim((0, 1), (-1, 0)), lambda a: np.moveaxis(a, (0, 1), (-1, 0))),
-    ("view", [(2, 6)], lambda x: x.view(-1, 4), lambda a: a.reshape(-1, 4)),
-    ("view_tuple", [(2, 6)], lambda x: x.view((3, 2, 2)), lambda a: a.reshape(3, 2, 2)),
-    ("view_scalar", [()], lambda x: x.view(1, 1), lambda a: a.reshape(1, 1)),
-    ("view_empty", [(0, 3)], lambda x: x.view(3, 0), lambda a: a.reshape(3, 0)),
-    ("view_as", [(6,)], lambda x: x.view_as(aotjax.zeros(2, 3)), lambda a: a.reshape(2, 3)),
-    ("reshape", [(2, 3)], lambda x: x.reshape(3, 2), lambda a: a.reshape(3, 2)),
-    ("reshape_copy", [(2, 3)], lambda x: x.t().reshape(-1), lambda a: a.T.reshape(-1)),
-    ("reshape_function", [(2, 3)], lambda x: aotjax.reshape(x, (6,)), lambda a: a.reshape(6)),
-    ("reshape_as", [(2, 3)], lambda x: x.t().reshape_as(aotjax.zeros(6)), lambda a: a.T.reshape(6)),
-    ("flatten", [(2, 3, 4)], lambda x: x.flatten(), lambda a: a.reshape(-1)),
-    ("flatten_range", [(2, 3, 4, 5)], lambda x: x.flatten(1, -2), lambda a: a.reshape(2, 12, 5)),
-    ("flatten_scalar", [()], lambda x: x.flatten(), lambda a: a.reshape(1)),
-    ("contiguous", [(2, 3)], lambda x: x.t().contiguous(), lambda a: a.T),
-    ("squeeze_all", [(1, 3, 1)], lambda x: x.squeeze(), lambda a: a.squeeze()),
-    ("squeeze_dim", [(1, 3, 1)], lambda x: x.squeeze(-1), lambda a: a.squeeze(-1)),
-    ("squeeze_tuple", [(1, 3, 1)], lambda x: x.squeeze((0, 2)), lambda a: a.squeeze((0, 2))),
-    ("squeeze_noop", [(2, 3)], lambda x: x.squeeze(0), lambda a: a),
-    ("unsqueeze", [(2, 3)], lambda x: x.unsqueeze(-1), lambda a: a[..., None]),
-    ("unsqueeze_front", [(2, 3)], lambda x: x.unsqueeze(-3), lambda a: a[None]),
-    ("expand", [(3, 1)], lambda x: x.expand(2, -1, 4), lambda a: np.broadcast_to(a, (2, 3, 4))),
-    ("expand_as", [(3,)], lambda x: x.expand_as(aotjax.zeros(2, 3)), lambda a: np.broadcast_to(a, (2, 3))),
-    ("broadcast_to", [(1, 3)], lambda x: aotjax.broadcast_to(x, (4, 3)), lambda a: np.broadcast_to(a, (4, 3))),
-    ("unbind", [(3, 2)], lambda x: x.unbind(-1), lambda a: tuple(a[:, i] for i in range(2))),
-    ("split", [(5, 2)], lambda x: x.split(2), lambda a: tuple(np.split(a, [2, 4]))),
-    ("split_sections", [(2, 6)], lambda x: x.split([1, 0, 5], -1), lambda a: tuple(np.split(a, [1, 1], 1))),
-    ("chunk", [(7,)], lambda x: x.chunk(3), lambda a: (a[:3], a[3:6], a[6:])),
-    ("chunk_fewer", [(4,)], lambda x: x.chunk(3), lambda a: (a[:2], a[2:])),
-    ("detach", [(2, 3)], lambda x: x.detach(), lambda a: a),
-    ("T", [(2, 3, 4)], lambda x: x.T, lambda a: a.T),
-    ("mT", [(2, 3, 4)], lambda x: x.mT, lambda a: a.swapaxes(-1, -2)),
-    ("swapaxes", [(2, 3, 4)], lambda x: aotjax.swapaxes(x, 0, 2), lambda a: a.swapaxes(0, 2)),
-]
+VIEWS = records(family=Family.VIEW)
+WRITES = records(family=Family.VIEW, write=True)
 
 
 def _check(out, expected):
@@ -72,54 +26,40 @@ def _check(out, expected):
     np.testing.assert_array_equal(out.numpy(), expected)
 
 
-@pytest.mark.parametrize("name,shapes,f,ref", CASES, ids=[c[0] for c in CASES])
-def test_values_match_numpy(name, shapes, f, ref):
-    arrays = [rand(*s, seed=i) for i, s in enumerate(shapes)]
-    _check(f(*map(aotjax.tensor, arrays)), ref(*arrays))
+@pytest.mark.parametrize("view", VIEWS, ids=repr)
+def test_values_match_numpy(view):
+    arrays = [rand(*s, seed=i) for i, s in enumerate(view.shapes)]
+    _check(view.fn(*map(aotjax.tensor, arrays)), view.numpy(*arrays))
 
 
-@pytest.mark.parametrize("name,shapes,f,ref", CASES, ids=[c[0] for c in CASES])
-def test_traced_matches_eager_and_lowers(name, shapes, f, ref):
-    arrays = [rand(*s, seed=i) for i, s in enumerate(shapes)]
-    _, jaxpr = check_traced_matches_eager(f, *map(aotjax.tensor, arrays))
+@pytest.mark.parametrize("view", VIEWS, ids=repr)
+def test_traced_matches_eager_and_lowers(view):
+    arrays = [rand(*s, seed=i) for i, s in enumerate(view.shapes)]
+    _, jaxpr = check_traced_matches_eager(view.fn, *map(aotjax.tensor, arrays))
     lowered = jax.jit(aotjax.to_jax(jaxpr))(*arrays)
-    for o, e in zip(jax.tree_util.tree_leaves(lowered), jax.tree_util.tree_leaves(ref(*arrays)), strict=True):
+    expected = jax.tree_util.tree_leaves(view.numpy(*arrays))
+    for o, e in zip(jax.tree_util.tree_leaves(lowered), expected, strict=True):
         np.testing.assert_array_equal(np.asarray(o), e)
-
-
-# A view applied to a base, the new value written to it, and the base NumPy gets with the same write.
-INVERSES = [
-    ("slice_contiguous", (5, 3), lambda x: x[1:4], lambda a: a[1:4]),
-    ("slice_strided", (3, 7), lambda x: x[:, 1::3], lambda a: a[:, 1::3]),
-    ("select", (3, 4), lambda x: x[:, -1], lambda a: a[:, -1]),
-    ("diagonal", (3, 4), lambda x: x.diagonal(-1), None),
-    ("permute", (2, 3, 4), lambda x: x.permute(1, 2, 0), lambda a: a.transpose(1, 2, 0)),
-    ("view", (2, 6), lambda x: x.view(3, 4), lambda a: a.reshape(3, 4)),
-    ("squeeze", (1, 3, 1), lambda x: x.squeeze(), lambda a: a.reshape(3)),
-    ("unsqueeze", (2, 3), lambda x: x.unsqueeze(1), lambda a: a.reshape(2, 1, 3)),
-    ("expand_noop", (2, 3), lambda x: x.expand(1, 2, 3), lambda a: a.reshape(1, 2, 3)),
-    ("detach", (2, 3), lambda x: x.detach(), lambda a: a),
-    ("chain", (4, 6), lambda x: x.t()[1::2].unsqueeze(0)[0, :, 1:3], lambda a: a.T[1::2][:, 1:3]),
-]
 
 
 def _jax_apply(prim, *vals, **params):
     return lowering_rule(prim)(*vals, **params)
 
 
-@pytest.mark.parametrize("name,shape,f,ref", INVERSES, ids=[c[0] for c in INVERSES])
-def test_view_inverse_under_jit(name, shape, f, ref):
+@pytest.mark.parametrize("view", WRITES, ids=repr)
+def test_view_inverse_under_jit(view):
+    """The view's elements of a base replaced by new values (the inverses of its chain), as NumPy writes
+    them through the same view."""
+    (shape,) = view.shapes
     base = rand(*shape)
-    view = f(aotjax.tensor(base))
-    chain = view._chain
-    y = rand(*view.shape, seed=1)
+    out = view.fn(aotjax.tensor(base))
+    chain = out._chain
+    y = rand(*out.shape, seed=1)
     new_base = jax.jit(lambda b, y: write_through(_jax_apply, b, chain, y))(base, y)
     expected = base.copy()
-    if ref is None:  # diagonal: NumPy's diagonal views are read-only
-        rows = np.arange(y.shape[-1]) + 1
-        expected[rows, rows - 1] = y
-    else:
-        ref(expected)[...] = y
+    written = view.write(expected)
+    assert np.shares_memory(written, expected)  # a view of the base, so the write lands in it
+    written[...] = y
     np.testing.assert_array_equal(np.asarray(new_base), expected)
 
 
