@@ -143,3 +143,6 @@ def test_run_pass_shows_lazily(monkeypatch):
     shown = []
     assert run_pass("p", lambda a, b: a + b, 1, 2, show=lambda r: shown.append(r)) == 3
     assert shown == []  # nothing to log, dump or check: the display program is never built
+    monkeypatch.setenv("AOTJAX_TYPECHECK", "1")
+    run_pass("p", lambda: 3, show=lambda r: shown.append(r), display_only=True)
+    assert shown == []  # built for the dump and the log only, never just to typecheck

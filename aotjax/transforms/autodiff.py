@@ -229,7 +229,8 @@ def _transpose(call: _Boundary, lin: Linearized, diff: list[bool], main_cts: Seq
     shows the backward program, traced from the linear program for the display alone."""
     out_cts = [*main_cts, *[None] * (len(lin.tangent_known) - len(main_cts))]
     base_cts = iter(run_pass(f"{call.what}: transpose", transpose_linear, lin.jaxpr, lin.residuals,
-                             lin.tangent_known, out_cts, show=lambda _: _backward_of(lin, len(main_cts))))
+                             lin.tangent_known, out_cts, show=lambda _: _backward_of(lin, len(main_cts)),
+                             display_only=True))
     return [next(base_cts) if d else None for d in diff]
 
 

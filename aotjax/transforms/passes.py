@@ -5,7 +5,8 @@ function of `run_pass` lines, one per pass, each one visible:
 - `AOTJAX_DUMP=1` prints every pass's program(s) to stdout, each under a header
   `--- aotjax pass: <name> ---` (`--- aotjax pass: <name> (<label>) ---` for a pass that makes
   several, like `aot: partition (forward)`), source lines included;
-- `AOTJAX_TYPECHECK=1` typechecks them (the test suite turns it on).
+- `AOTJAX_TYPECHECK=1` typechecks them (the test suite turns it on), except a program built for the
+  display alone (eager `grad`'s backward, below).
 
 A pass is named `<pipeline>: <pass>` and shows what it made once it is done. What each pipeline
 prints, in order:
@@ -64,18 +65,21 @@ def _itself(result):
     return result
 
 
-def run_pass(name: str, fn: Callable[..., R], *args, show: Callable[[R], Shown] = _itself, **kwargs) -> R:
+def run_pass(name: str, fn: Callable[..., R], *args, show: Callable[[R], Shown] = _itself,
+             display_only: bool = False, **kwargs) -> R:
     """Pass `name`: `fn(*args, **kwargs)`, then its programs `show(result)` (a ClosedJaxpr, or labelled
     ones) logged, dumped and typechecked as the module docstring says. `show` runs only when one of
-    those is on, so it may build a program for display alone."""
+    those is on. With `display_only`, `show` builds a program for the display alone (the pass itself
+    ran eagerly, making none): it runs for the dump and the log, not to typecheck."""
     result = fn(*args, **kwargs)
-    log_pass(name, lambda: show(result))
+    log_pass(name, lambda: show(result), display_only)
     return result
 
 
-def log_pass(name: str, shown: Callable[[], Shown] | Shown) -> None:
+def log_pass(name: str, shown: Callable[[], Shown] | Shown, display_only: bool = False) -> None:
     """Log `name` (DEBUG); typecheck, log and print its programs when enabled (see `run_pass`)."""
-    dump, debug, check = dump_enabled(), logger.isEnabledFor(logging.DEBUG), typecheck_enabled()
+    dump, debug = dump_enabled(), logger.isEnabledFor(logging.DEBUG)
+    check = typecheck_enabled() and not display_only
     if not (dump or debug or check):
         return
     programs = shown() if callable(shown) else shown
