@@ -306,7 +306,7 @@ def test_grad_grad_aot(name, f, jf):
     assert compiled.trace_count == 1
 
 
-# -- 5. the signature -------------------------------------------------------------------------------------------------
+# -- 5. the signature ------------------------------------------------------------------------------------------------
 def _step(carry, x):
     h = (carry["a"] @ x["weights"] + x["biases"]).tanh()
     return {"a": h, "b": carry["b"] * h.sum()}, h.sum()
@@ -399,6 +399,96 @@ def test_four_kinds_behave_like_eager():
     args, _ = make()
     _close(aotjax.grad(lambda a, b: _total(compiled(a, b)), argnums=(0, 1))(*args), want)
     _close(args, eager_args)
+
+
+# -- 5b. the joint: linearize's forward, then the transposed linear program, the cut recorded ------------------------
+def test_joint_cut_is_linearize_forward():
+    lowered = aotjax.aot(_mlp).lower(*_args_of(_mlp))
+    joint = lowered._vjp.joint
+    forward, backward = joint.jaxpr.eqns[:joint.num_forward_eqns], joint.jaxpr.eqns[joint.num_forward_eqns:]
+    cotangents = {id(v) for v in joint.cotangents}
+    assert forward and backward
+    assert not any(id(a) in cotangents for e in forward for a in e.inputs)  # the forward reads no cotangent
+    assert [e.primitive.name for e in forward] == [e.primitive.name for e in lowered.forward.eqns]
+    assert lowered.backward.eqns[-1].primitive.name == backward[-1].primitive.name
+
+
+def test_joint_cut_puts_checkpoint_recomputation_in_backward(layer_args):
+    joint = aotjax.aot(_checkpointed_loss).lower(*layer_args)._vjp.joint
+    names = [e.primitive.name for e in joint.jaxpr.eqns]
+    barrier = names.index("optimization_barrier")
+    assert barrier >= joint.num_forward_eqns  # the recomputation reads no cotangent, yet is the backward's
+    assert "sin" in names[barrier:] and "matmul" in names[barrier:]
+
+
+# -- 5c. constants of the program: never residuals -------------------------------------------------------------------
+_SCALE = aotjax.tensor([1.0, 2.0, 3.0])
+_TOKEN_IDS = aotjax.tensor([2, 0, 2, 1])
+_embed = aotjax.checkpoint(lambda w: (w[_TOKEN_IDS] * 3).tanh())
+
+
+def _index_built_inside(a):
+    return (a[aotjax.tensor([0, 2])] ** 2).sum()
+
+
+def _captured_tensor(a):
+    return (a * _SCALE).sin().sum()
+
+
+def _checkpoint_closing_over_ids(w):
+    return _embed(w).sum()
+
+
+_CONSTANT_CASES = [
+    (_index_built_inside, lambda: aotjax.tensor([1.0, 2.0, 3.0]), ["residual[0] where"]),
+    (_captured_tensor, lambda: aotjax.tensor([1.0, 2.0, 3.0]), ["residual[0] cos"]),
+    (_checkpoint_closing_over_ids, lambda: _t(3, 2), ["residual[0] primal[w]"]),
+]
+
+
+@pytest.mark.parametrize("fn,make,residuals", _CONSTANT_CASES, ids=["index_inside", "captured", "checkpoint_ids"])
+def test_backward_reading_a_constant_of_the_program(fn, make, residuals):
+    want = aotjax.grad(fn)(make())
+    _close(aotjax.grad(aotjax.aot(fn))(make()), want)
+    _close(aotjax.grad(aotjax.aot(fn, partition=min_cut_partition()))(make()), want)
+    _close(aotjax.aot(aotjax.grad(fn))(make()), want)
+    lowered = aotjax.aot(fn).lower(make())
+    assert [d.split(" at ")[0] for d in lowered.backward_inputs] == residuals + ["cotangent[out]"]
+    assert all(np.issubdtype(r.aval.dtype, np.floating) for r in lowered.residuals)  # no index saved
+    constants = {id(v) for v in lowered.joint.jaxpr.constvars}
+    assert any(id(a) in constants for e in lowered.backward.eqns for a in e.inputs)  # the backward has them
+
+
+def test_partitioner_saving_a_constant_gets_none():
+    def save_everything(joint: JointInfo) -> Partitioned:
+        return split(joint, [*joint.jaxpr.jaxpr.constvars, *joint.primals])
+
+    lowered = aotjax.aot(_captured_tensor, partition=save_everything).lower(aotjax.tensor([1.0, 2.0, 3.0]))
+    assert [r.descriptor for r in lowered.residuals] == ["residual[0] primal[a]"]
+
+
+def test_partitioner_saving_a_backward_value_is_an_error():
+    def save_a_cotangent(joint: JointInfo) -> Partitioned:
+        return split(joint, list(joint.cotangents))
+
+    with pytest.raises(ValueError, match="partition: the partitioner chose to save"):
+        aotjax.aot(_coscos, partition=save_a_cotangent).lower(_t(3))
+
+
+# -- 5d. descriptors -------------------------------------------------------------------------------------------------
+def test_descriptors_are_structured_and_print_as_documented():
+    from aotjax.transforms.aot import Descriptor, Role
+
+    w = Descriptor(Role.PRIMAL, "params['w']")
+    out = Descriptor(Role.OUTPUT, "out[0]")
+    assert (str(w), str(w.cotangent()), str(out), str(out.cotangent())) == (
+        "primal[params['w']]", "cotangent[params['w']]", "out[0]", "cotangent[out[0]]")
+    assert str(Descriptor(Role.UPDATED, "a")) == "updated[a]" and str(Descriptor(Role.BASE, index=2)) == "base[2]"
+    assert str(Descriptor(Role.RESIDUAL, index=3, of=w)) == "residual[3] primal[params['w']]"
+    assert str(Descriptor(Role.RESIDUAL, index=1, primitive="sin")) == "residual[1] sin"
+    lowered = aotjax.aot(_four_kinds).lower(_t(2, 3), _t(2, 3, offset=0.3))
+    assert lowered.backward_outputs == ["cotangent[a]", "cotangent[b]"]
+    assert "cotangent[updated[a]]" in lowered.backward_inputs
 
 
 # -- 6. guards, no retrace, lazy compilers ---------------------------------------------------------------------

@@ -8,7 +8,7 @@ equations; it is then read with reference semantics (see `aotjax.core.eval_jaxpr
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -98,16 +98,30 @@ class Jaxpr:
         p.text(str(self))
 
 
+@dataclass(frozen=True)
+class JaxprMeta:
+    """What a program carries beside its equations, for the passes after the one that made it.
+
+    `name`: the program's name (`f_forward`; the StableHLO module's); `donate`: the inputs a compiler
+    may donate (their buffers are written in place); `residual_sources`: for a linear program made by
+    partial evaluation, one `aotjax.interpreters.partial_eval.ResidualSource` per residual input (the
+    primitive and user source line that computed it). Core knows no interpreter: the type is theirs."""
+
+    name: str | None = None
+    donate: tuple[int, ...] = ()
+    residual_sources: tuple[Any, ...] = ()
+
+
 @dataclass(eq=False)
 class ClosedJaxpr:
-    """A jaxpr plus the values of its constvars, and (optionally) the pytree structures of its
-    inputs and outputs as the user wrote them."""
+    """A jaxpr plus the values of its constvars, (optionally) the pytree structures of its inputs and
+    outputs as the user wrote them, and its `JaxprMeta`."""
 
     jaxpr: Jaxpr
     consts: list[Any]
     in_tree: Any = None
     out_tree: Any = None
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: JaxprMeta = field(default_factory=JaxprMeta)
 
     @property
     def in_avals(self) -> list[ShapedArray]:
@@ -123,6 +137,10 @@ class ClosedJaxpr:
 
     def pretty(self, source_info: bool = False) -> str:
         return self.jaxpr.pretty(source_info=source_info)
+
+    def with_meta(self, **changes: Any) -> "ClosedJaxpr":
+        """The same program with `meta` fields replaced (`closed.with_meta(name="f_joint")`)."""
+        return ClosedJaxpr(self.jaxpr, self.consts, self.in_tree, self.out_tree, replace(self.meta, **changes))
 
     def __str__(self) -> str:
         return self.pretty()
@@ -148,4 +166,4 @@ def dce_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
     """`closed` without the equations its outputs do not need."""
     j = closed.jaxpr
     return ClosedJaxpr(Jaxpr(j.constvars, j.invars, dce(j.eqns, j.outvars), j.outvars), closed.consts,
-                       closed.in_tree, closed.out_tree, dict(closed.meta))
+                       closed.in_tree, closed.out_tree, closed.meta)

@@ -17,7 +17,7 @@ Convention of `partial_eval_flat(fun, pvals_in)` -> `(unknown_jaxpr, pvals_out, 
   of `pvals_out`), so `eval_jaxpr(unknown_jaxpr, *residuals, *unknown_args)` computes them;
 - residuals come in the order of their first use, each known value at most once; only those used by
   the (dead-code-eliminated) unknown jaxpr are kept;
-- `unknown_jaxpr.meta["residual_sources"]` has one `ResidualSource` per residual: the primitive and
+- `unknown_jaxpr.meta.residual_sources` has one `ResidualSource` per residual: the primitive and
   user source line that computed it (both None for a known input or a captured constant).
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 from aotjax.core.avals import ShapedArray, aval_of_value
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.interpreter import Trace, Tracer, below, full_raise, new_main
-from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, dce
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, JaxprMeta, Literal, Var, dce
 from aotjax.core.primitive import Kind, Primitive, abstract_eval
 from aotjax.core.source_info import SourceInfo, user_source_info, where
 from aotjax.core.typecheck import typecheck, typecheck_enabled
@@ -147,7 +147,7 @@ class _UnknownBuilder:
         used = {id(a) for e in eqns for a in e.inputs} | {id(a) for a in outvars}
         keep = [i for i, v in enumerate(self.residual_vars) if id(v) in used]
         jaxpr = Jaxpr([], [self.residual_vars[i] for i in keep] + invars, eqns, outvars)
-        closed = ClosedJaxpr(jaxpr, [], meta={"residual_sources": [self.sources[i] for i in keep]})
+        closed = ClosedJaxpr(jaxpr, [], meta=JaxprMeta(residual_sources=tuple(self.sources[i] for i in keep)))
         return closed, [self.residuals[i] for i in keep]
 
 

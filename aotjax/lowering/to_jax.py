@@ -263,7 +263,7 @@ def flat_function(closed: ClosedJaxpr) -> Callable:
     def flat_fn(*flat):
         return eval_jaxpr_jax(jaxpr, consts, flat)
 
-    flat_fn.__name__ = closed.meta.get("name", "aotjax_program")
+    flat_fn.__name__ = closed.meta.name or "aotjax_program"
     return flat_fn
 
 

@@ -13,8 +13,9 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, Sequence
 
+from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import get_aval
@@ -28,7 +29,7 @@ from aotjax.interpreters.transpose import backward_pass, is_undefined, transpose
 from aotjax.lowering.rules import register_lowering
 from aotjax.lowering.to_jax import eval_jaxpr_jax
 
-__all__ = ["Program", "compiled_call_p", "aot_call_p", "aot_lin_p"]
+__all__ = ["Program", "AotEntry", "AotVJP", "compiled_call_p", "aot_call_p", "aot_lin_p"]
 
 
 class Program:
@@ -99,10 +100,40 @@ transpose_rules[compiled_call_p] = lambda cts, *args, program: _inline_transpose
 
 
 # -- aot_call and aot_lin -------------------------------------------------------------------------------
-# `entry` (an aot function's state for one signature) provides `inference` (a Program) and
-# `vjp(wanted)`: for the inputs to differentiate, an object with the `forward` and `backward`
-# Programs, `diff_in`/`diff_out`, `saved_inputs` (per residual: the primal input it is, or None) and
-# `out_avals`. `aot_lin`'s param `vjp` is that object.
+class AotVJP(Protocol):
+    """An aot function's forward and backward for one signature and one set of differentiated inputs:
+    `aot_lin`'s param `vjp`.
+
+    `forward` computes, from one primal per input, the outputs then the residuals that are not primal
+    inputs; `backward` computes, from the `n_residuals` residuals then one cotangent per output marked in
+    `diff_out`, one cotangent per input marked in `diff_in`. `saved_inputs[r]` is the primal input
+    residual `r` is (the caller passes it to the backward as it is), or None (the forward returns it).
+    `out_avals` are the outputs' abstract values. As a param it is hashed (by identity, as an `AotEntry`)."""
+
+    forward: Program
+    backward: Program
+    diff_in: Sequence[bool]
+    diff_out: Sequence[bool]
+    out_avals: Sequence[ShapedArray]
+
+    @property
+    def saved_inputs(self) -> Sequence[int | None]: ...
+
+    @property
+    def n_residuals(self) -> int: ...
+
+
+class AotEntry(Protocol):
+    """An aot function's state for one input signature: `aot_call`'s param `entry` (implemented in
+    `aotjax.transforms.aot`). `inference` computes the outputs from one primal per input; `vjp(wanted)`
+    is the forward and backward differentiating the inputs marked in `wanted` (None: every
+    floating-point input)."""
+
+    inference: Program
+
+    def vjp(self, wanted: tuple[bool, ...] | None = None) -> AotVJP: ...
+
+
 aot_call_p = Primitive("aot_call", multiple_results=True, recompute=Recompute.EXPENSIVE,
                        flops=lambda in_avals, out_avals, *, entry: jaxpr_flops(entry.inference.jaxpr))
 aot_call_p.abstract_eval = lambda *avals, entry: list(entry.inference.jaxpr.out_avals)

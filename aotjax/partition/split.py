@@ -1,11 +1,14 @@
 """Splitting a joint program into a forward and a backward program, given what the forward saves.
 
 The joint program (built by `aotjax.transforms.joint`) takes the primals then one cotangent per
-differentiable output, and returns the outputs then the input cotangents. Its equations are
-**backward** equations when they depend on a cotangent or follow an `optimization_barrier` (the
-recomputation a checkpoint asks for), and **forward** equations otherwise. A partitioner chooses
-which forward values the forward program saves for the backward (the residuals); `split` builds
-both programs: the backward recomputes every forward value it needs that is not saved.
+differentiable output, and returns the outputs then the input cotangents. It is linearize's forward
+(primals -> outputs, residuals) followed by the transposed linear program, and `JointInfo` records the
+cut between them: its first `num_forward_eqns` equations are the **forward** ones, the rest the
+**backward** ones (even those that read no cotangent: a checkpoint's recomputation, behind its
+`optimization_barrier`, or arithmetic on residuals). The joint's constants are available to both
+programs. A partitioner chooses which forward values the forward program saves for the backward (the
+residuals); `split` builds both programs: the backward recomputes every forward value it needs that is
+not saved.
 """
 from __future__ import annotations
 
@@ -17,12 +20,14 @@ from aotjax.core.ir import ClosedJaxpr, Jaxpr, Var, dce
 @dataclass
 class JointInfo:
     """The joint program and its layout: `num_primals` inputs then cotangents; `num_outputs` outputs
-    then input cotangents."""
+    then input cotangents; the first `num_forward_eqns` equations are the forward's, the others the
+    backward's (the cut, recorded when the joint is composed; the joint has no dead code, so nothing
+    removes an equation and moves it)."""
 
     jaxpr: ClosedJaxpr
     num_primals: int
     num_outputs: int
-    num_forward_eqns: int | None = None  # equations before the backward pass began, if known
+    num_forward_eqns: int
 
     @property
     def primals(self) -> list[Var]:
@@ -46,27 +51,19 @@ class Partitioned:
 
 
 def classify(joint: JointInfo) -> tuple[list, list, set]:
-    """`(forward_eqns, backward_eqns, backward_var_ids)` in program order. What the backward pass
-    emitted is backward even when it reads primals only (a transposed operand, a recomputation)."""
-    from aotjax.ops.remat import optimization_barrier_p  # NOTE: partition sits above ops
-
-    backward_ids = {id(v) for v in joint.cotangents}
-    fwd, bwd = [], []
-    n_fwd = joint.num_forward_eqns if joint.num_forward_eqns is not None else len(joint.jaxpr.eqns)
-    for i, eqn in enumerate(joint.jaxpr.eqns):
-        if i >= n_fwd or eqn.primitive is optimization_barrier_p or any(id(a) in backward_ids for a in eqn.inputs
-                                                          if isinstance(a, Var)):
-            bwd.append(eqn)
-            backward_ids.update(id(v) for v in eqn.outputs)
-        else:
-            fwd.append(eqn)
+    """`(forward_eqns, backward_eqns, backward_var_ids)` in program order, at the joint's cut;
+    `backward_var_ids` are the cotangents and the backward equations' outputs."""
+    eqns = joint.jaxpr.eqns
+    fwd, bwd = eqns[:joint.num_forward_eqns], eqns[joint.num_forward_eqns:]
+    backward_ids = {id(v) for v in joint.cotangents} | {id(v) for e in bwd for v in e.outputs}
     return fwd, bwd, backward_ids
 
 
 def needed_by_backward(joint: JointInfo) -> list[Var]:
-    """Forward values (and primal inputs) that backward equations or input cotangents read directly."""
+    """Forward values (and primal inputs) that backward equations or input cotangents read directly;
+    never a constant of the joint (both programs have those)."""
     fwd, bwd, backward_ids = classify(joint)
-    seen, out = set(), []
+    seen, out = {id(v) for v in joint.jaxpr.jaxpr.constvars}, []
     reads = [a for e in bwd for a in e.inputs] + list(joint.jaxpr.jaxpr.outvars[joint.num_outputs:])
     for a in reads:
         if isinstance(a, Var) and id(a) not in backward_ids and id(a) not in seen:
@@ -86,7 +83,9 @@ def split(joint: JointInfo, saved: list[Var]) -> Partitioned:
     fwd_eqns, bwd_eqns, _ = classify(joint)
     j = joint.jaxpr.jaxpr
     producers = {id(v): e for e in fwd_eqns for v in e.outputs}
-    saved = [v for v in saved if not (id(v) in producers and is_constant_eqn(producers[id(v)]))]
+    constants = {id(v) for v in j.constvars}  # NOTE: both programs have the joint's constants: never saved
+    constants.update(key for key, e in producers.items() if is_constant_eqn(e))
+    saved = [v for v in saved if id(v) not in constants]
     saved = _ordered(joint, saved, fwd_eqns)
     outs = list(j.outvars[:joint.num_outputs])
     primal_index = {id(v): i for i, v in enumerate(joint.primals)}
@@ -99,8 +98,8 @@ def split(joint: JointInfo, saved: list[Var]) -> Partitioned:
     bwd_outs = list(j.outvars[joint.num_outputs:])
     recompute = _recompute(fwd_eqns, bwd_eqns, bwd_outs, available)
     primal_ids = {id(v) for v in joint.primals}
-    missing = [v for e in recompute for v in e.inputs if isinstance(v, Var) and id(v) in primal_ids
-               and id(v) not in saved_ids]
+    reads = [a for e in recompute + bwd_eqns for a in e.inputs] + bwd_outs
+    missing = [v for v in reads if isinstance(v, Var) and id(v) in primal_ids and id(v) not in saved_ids]
     if missing:
         raise ValueError(f"partition: the backward needs the primal input {missing[0]} but the partitioner did "
                          f"not save it")
@@ -118,6 +117,10 @@ def _ordered(joint: JointInfo, saved: list[Var], fwd_eqns) -> list[Var]:
             order[id(v)] = n
             n += 1
     unique = list({id(v): v for v in saved}.values())
+    unknown = [v for v in unique if id(v) not in order]
+    if unknown:
+        raise ValueError(f"partition: the partitioner chose to save {unknown[0]}, which is neither a primal input nor "
+                         f"a value of the joint's forward equations; save forward values only (see `classify`)")
     return sorted(unique, key=lambda v: order[id(v)])
 
 

@@ -16,6 +16,7 @@ program. This module does what surrounds that program:
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,26 +37,34 @@ def _bind(prim, *args, **params):
 
 
 # -- inputs ----------------------------------------------------------------------------------------
+class GroupKind(enum.Enum):
+    """What the objects of an input group are: Tensors, a Python scalar, or an array of another library
+    (a `jax.Array`, a NumPy array)."""
+
+    TENSOR = "tensor"
+    SCALAR = "scalar"
+    ARRAY = "array"
+
+
 @dataclass
 class InputGroup:
     """Flat arguments sharing one storage. `objects` are the distinct objects (by identity), `leaves`
     the flat argument indices of each, `chains` each object's view chain relative to the group's
     base: `()` when the group is one object (its own base), the object's own chain when the base is
-    the whole shared storage (`synthetic`). `kind` ("tensor", "scalar" or "array") and `aval` (the
-    base's) outlive the objects: a cached program keeps its groups, never the call's arguments
-    (`release`)."""
+    the whole shared storage (`synthetic`). `kind` (a `GroupKind`) and `aval` (the base's) outlive
+    the objects: a cached program keeps its groups, never the call's arguments (`release`)."""
 
     objects: list[Any]
     leaves: list[list[int]]
     chains: list[views.Chain]
     synthetic: bool = False
-    kind: str = ""
+    kind: GroupKind | None = None
     aval: ShapedArray | None = None
     what: str = ""  # the first object, in words ("a jax.Array"), for error messages
 
     @property
     def is_tensor(self) -> bool:
-        return self.kind == "tensor"
+        return self.kind is GroupKind.TENSOR
 
     def base_aval(self) -> ShapedArray:
         return self.aval
@@ -68,14 +77,14 @@ class InputGroup:
 def _describe_group(g: InputGroup) -> None:
     x = g.objects[0]
     if isinstance(x, Tensor):
-        g.kind = "tensor"
+        g.kind = GroupKind.TENSOR
         g.aval = get_aval(_storage_base_value(x)) if g.synthetic else get_aval(x)
     elif isinstance(x, _SCALARS):
         from aotjax.transforms.make_jaxpr import input_aval  # NOTE: transforms sit above runtime
 
-        g.kind, g.aval = "scalar", input_aval(x)[0]
+        g.kind, g.aval = GroupKind.SCALAR, input_aval(x)[0]
     else:
-        g.kind, g.aval = "array", get_aval(x)
+        g.kind, g.aval = GroupKind.ARRAY, get_aval(x)
     g.what = _kind(x)
 
 
@@ -138,13 +147,30 @@ def enter(trace, groups: list[InputGroup], base_values: list, leaves: list) -> l
 
 
 # -- what the body did -----------------------------------------------------------------------------
+class OutKind(enum.Enum):
+    """What an output leaf is (see `OutSpec`)."""
+
+    INPUT = "input"
+    ALIAS = "alias"
+    BASE = "base"
+    CONST = "const"
+
+
+class Slot(enum.Enum):
+    """What an output of a staged pure program is: an intermediate base (`BASE`, new values among them)
+    or the new base of a written input group (`MUTATED`). `BoundaryMeta.layout` pairs one with its index."""
+
+    BASE = "base"
+    MUTATED = "mutated"
+
+
 @dataclass(frozen=True)
 class OutSpec:
-    """What an output leaf is: `input` (the object itself: group, object), `alias` (a view of an
-    input group's base through `chain`), `base` (a view of intermediate base number `index` through
-    `chain`; `()` is the base itself, a new value), or `const` (returned as it is)."""
+    """What an output leaf is: `INPUT` (the object itself: group `index`, object `obj`), `ALIAS` (a view
+    of input group `index`'s base through `chain`), `BASE` (a view of intermediate base number `index`
+    through `chain`; `()` is the base itself, a new value), or `CONST` (`value`, returned as it is)."""
 
-    kind: str
+    kind: OutKind
     index: int = 0
     obj: int = 0
     chain: views.Chain = ()
@@ -159,7 +185,7 @@ class BoundaryMeta:
     `mutated`: input groups whose data the body wrote (their new bases are program outputs);
     `metadata`: (group, object, view steps) for inputs whose view changed (`t_`, `unsqueeze_`, ...);
     `outputs`: an `OutSpec` per output leaf; `n_bases`: intermediate bases the program returns;
-    `layout`: the pure program's outputs in order, each `('base', k)` or `('mutated', g)`."""
+    `layout`: the pure program's outputs in order, each `(Slot.BASE, k)` or `(Slot.MUTATED, g)`."""
 
     groups: list[InputGroup]
     mutated: list[int]
@@ -167,7 +193,7 @@ class BoundaryMeta:
     outputs: list[OutSpec]
     out_tree: Any
     n_bases: int
-    layout: list[tuple[str, int]] = field(default_factory=list)
+    layout: list[tuple[Slot, int]] = field(default_factory=list)
     input_names: list[str] = field(default_factory=list)
     output_names: list[str] = field(default_factory=list)
 
@@ -184,7 +210,7 @@ class BoundaryMeta:
                 lines.append(f"  [{gi}] {objs[0]}: {g.base_aval().str_short()}")
         lines.append("input mutations:" if self.mutated or self.metadata else "input mutations: none")
         for gi in self.mutated:
-            lines.append(f"  data: [{gi}] {self._group_name(gi)} is written (the program returns its new base, "
+            lines.append(f"  data: [{gi}] {self.group_name(gi)} is written (the program returns its new base, "
                          f"which replaces the caller's)")
         for gi, oi, steps in self.metadata:
             lines.append(f"  view: {' = '.join(name(i) for i in self.groups[gi].leaves[oi])} becomes "
@@ -200,17 +226,18 @@ class BoundaryMeta:
     def _leaf_name(self, i: int) -> str:
         return self.input_names[i] if i < len(self.input_names) else f"arg[{i}]"
 
-    def _group_name(self, gi: int) -> str:
+    def group_name(self, gi: int) -> str:
+        """The input group `gi` in words: its arguments' names (`x`, `a / b` for a shared storage)."""
         g = self.groups[gi]
         return " / ".join(self._leaf_name(idxs[0]) for idxs in g.leaves)
 
     def _spec_str(self, spec: OutSpec) -> str:
-        if spec.kind == "input":
+        if spec.kind is OutKind.INPUT:
             return f"is the input {self._leaf_name(self.groups[spec.index].leaves[spec.obj][0])}"
-        if spec.kind == "alias":
-            return f"a view of input [{spec.index}] {self._group_name(spec.index)}: {views.chain_str(spec.chain)}"
-        if spec.kind == "base":
-            shared = sum(1 for s in self.outputs if s.kind == "base" and s.index == spec.index)
+        if spec.kind is OutKind.ALIAS:
+            return f"a view of input [{spec.index}] {self.group_name(spec.index)}: {views.chain_str(spec.chain)}"
+        if spec.kind is OutKind.BASE:
+            shared = sum(1 for s in self.outputs if s.kind is OutKind.BASE and s.index == spec.index)
             if not spec.chain and shared == 1:
                 return "a new value"
             return f"a view of intermediate base #{spec.index}: {views.chain_str(spec.chain)}"
@@ -226,7 +253,7 @@ class BodyResult:
 
     meta: BoundaryMeta
     new_bases: list  # aligned with meta.mutated
-    bases: list  # intermediate bases, aligned with OutSpec.index of kind 'base'
+    bases: list  # intermediate bases, aligned with OutSpec.index of kind BASE
 
 
 def collect(trace, groups: list[InputGroup], inner: list, out_leaves: list, out_tree) -> BodyResult:
@@ -249,18 +276,18 @@ def collect(trace, groups: list[InputGroup], inner: list, out_leaves: list, out_
     bases, base_index, outputs = [], {}, []
     for o in out_leaves:
         if not (isinstance(o, FunctionalTensor) and o._trace is trace):
-            outputs.append(OutSpec("const", value=o))
+            outputs.append(OutSpec(OutKind.CONST, value=o))
         elif id(o) in objects:
             gi, oi = objects[id(o)]
-            outputs.append(OutSpec("input", gi, oi))
+            outputs.append(OutSpec(OutKind.INPUT, gi, oi))
         elif o._storage.origin is not None and storages[o._storage.origin] is o._storage:
-            outputs.append(OutSpec("alias", o._storage.origin, chain=o._chain, layout=(o._strides, o._offset)))
+            outputs.append(OutSpec(OutKind.ALIAS, o._storage.origin, chain=o._chain, layout=(o._strides, o._offset)))
         else:
             k = base_index.get(id(o._storage))
             if k is None:
                 k = base_index[id(o._storage)] = len(bases)
                 bases.append(o._storage.base)
-            outputs.append(OutSpec("base", k, chain=o._chain, layout=(o._strides, o._offset)))
+            outputs.append(OutSpec(OutKind.BASE, k, chain=o._chain, layout=(o._strides, o._offset)))
     meta = BoundaryMeta(groups, mutated, metadata, outputs, out_tree, len(bases))
     return BodyResult(meta, [storages[gi].base for gi in mutated], bases)
 
@@ -340,14 +367,14 @@ def apply(meta: BoundaryMeta, leaves: list, new_bases: list, bases: list, wrap=N
     outs = []
     for spec in meta.outputs:
         kind = spec.kind
-        if kind == "input":
+        if kind is OutKind.INPUT:
             outs.append(leaves[groups[spec.index].leaves[spec.obj][0]])
-        elif kind == "const":
+        elif kind is OutKind.CONST:
             outs.append(spec.value)
         else:
-            base = base_objs[spec.index] if kind == "base" else group_base(groups[spec.index], leaves)
+            base = base_objs[spec.index] if kind is OutKind.BASE else group_base(groups[spec.index], leaves)
             out = views.apply_chain(_bind, base, spec.chain) if spec.chain else base
-            if out is not base or kind == "base":  # NOTE: never re-stride the caller's own tensor
+            if out is not base or kind is OutKind.BASE:  # NOTE: never re-stride the caller's own tensor
                 out._strides, out._offset = spec.layout
             outs.append(out)
     # NOTE: after the outputs: an output chain is relative to the input's view at entry.

@@ -2,12 +2,21 @@
 programs with a stable, documented signature, restored eager semantics at the call, and transforms
 that compose both ways (`grad(aot(f))`, `aot(grad(f))`, `grad(grad(aot(f)))`).
 
-The pipeline, per input signature (the guards of `jit`):
+The pipeline is a list of named passes (`aotjax.transforms.passes`: each logged, dumped with
+`AOTJAX_DUMP=1`). Per input signature (the guards of `jit`), `_aot_passes`:
 
-    trace -> functionalize             the pure program (`Staged`, as jit's) and the call boundary
-    -> joint                           linearize (jvp + partial_eval) and transpose, traced as one program
-    -> partition                       forward + backward (`aotjax.partition`)
-    -> fw_compiler / bw_compiler       callables (the default lowers through XLA)
+    functionalize      traced through functionalize: the pure program and the call boundary (`Staged`)
+    decompose          primitives replaced by their `decompositions` (only when some are given)
+    lower              the plain call's program, as jit's
+
+and per set of differentiated inputs, on first differentiation, `_vjp_passes`
+(`aotjax.transforms.joint`):
+
+    linearize          jvp + partial_eval: the forward (outputs, residuals) and the linear program
+    transpose          the linear program run backwards: the backward
+    joint              forward then backward as one program, the cut between them recorded
+    partition          forward + backward programs (`aotjax.partition`)
+    lower forward/backward   fw_compiler / bw_compiler, each when its program first runs
 
 **The signature.** Forward inputs: one primal per input group (the arguments' leaves in
 `jax.tree_util` flatten order; arguments sharing a storage share one synthetic base). Forward outputs:
@@ -21,8 +30,10 @@ argnums=0)` computes no other cotangent). Every input and output has a descripto
 """
 from __future__ import annotations
 
+import enum
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from operator import attrgetter
 from typing import Any, Callable, Sequence
 
 import jax
@@ -30,57 +41,35 @@ import jax
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer
-from aotjax.core.ir import ClosedJaxpr, dce_jaxpr
-from aotjax.core.source_info import where
-from aotjax.interpreters.ad_util import Zero, is_differentiable
+from aotjax.core.ir import ClosedJaxpr
+from aotjax.core.source_info import SourceInfo, where
 from aotjax.interpreters.trace import trace_flat
-from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass
 from aotjax.lowering.to_jax import avals_to_structs, flat_function
-from aotjax.ops.calls import Program, aot_call_p
-from aotjax.partition import JointInfo, default_partition
+from aotjax.ops.calls import AotEntry, AotVJP, Program, aot_call_p
+from aotjax.partition import JointInfo, Partitioned, default_partition
 from aotjax.runtime import boundary, guards
-from aotjax.transforms.autodiff import linearize_flat
+from aotjax.runtime.boundary import OutKind, Slot
 from aotjax.transforms.functionalize import Staged, _normalize_argnums, stage_functionalized
-from aotjax.transforms.jit import Jitted, _Entry
+from aotjax.transforms.jit import Jitted, _Entry, _lowered_program
+from aotjax.transforms.joint import compose_joint, linearize_program, transpose_program
+from aotjax.transforms.passes import run_pass
 
 
 # -- compilers -----------------------------------------------------------------------------------------
 def xla_compiler(jaxpr: ClosedJaxpr, example_avals: Sequence) -> Callable:
     """The default compiler: lower `jaxpr` through XLA (`jax.jit(...).lower(...).compile()`); inputs
-    listed in `jaxpr.meta["donate"]` are donated. Returns a callable on flat arrays."""
-    donate = tuple(jaxpr.meta.get("donate", ()))
-    return jax.jit(flat_function(jaxpr), donate_argnums=donate).lower(*avals_to_structs(example_avals)).compile()
+    listed in `jaxpr.meta.donate` are donated. Returns a callable on flat arrays."""
+    return jax.jit(flat_function(jaxpr), donate_argnums=jaxpr.meta.donate).lower(
+        *avals_to_structs(example_avals)).compile()
 
 
-# -- the joint program -----------------------------------------------------------------------------------
-def build_joint(jaxpr: ClosedJaxpr, wanted: Sequence[bool] | None = None) -> tuple[JointInfo, list[bool], list[bool]]:
-    """The joint program of a pure flat program: `(primals, cotangents) -> (outputs, input cotangents)`,
-    its forward part computing the outputs and what the backward needs (linearize), its backward part
-    the transposed linear program. `wanted` marks the inputs to differentiate (default: every
-    floating-point one). Returns it with which inputs and outputs are differentiated."""
-    in_avals, out_avals = list(jaxpr.in_avals), list(jaxpr.out_avals)
-    wanted = [True] * len(in_avals) if wanted is None else list(wanted)
-    diff_in = [w and is_differentiable(a.dtype) for a, w in zip(in_avals, wanted, strict=True)]
-    diff_out = [is_differentiable(a.dtype) for a in out_avals]
-    n = len(in_avals)
-    state: dict = {}
+def _as_pass(name: str, compiler: Callable) -> Callable:
+    """`compiler`, each call of it run as the pass `name` (a program is compiled when it first runs)."""
+    return functools.partial(_lower, name, compiler)
 
-    def joint(*args):
-        primals, cts = args[:n], iter(args[n:])
-        ct_of = [next(cts) if d else None for d in diff_out]
-        outs, lin, residuals, known, t_avals = linearize_flat(lambda *a: eval_jaxpr(jaxpr, *a), list(primals), diff_in)
-        if args:  # NOTE: where the forward ends: what follows is the backward pass
-            state["n_fwd"] = len(args[0]._trace.builder.eqns)
-        lin_cts = [ct_of[k] if ct_of[k] is not None else Zero(out_avals[k]) for k, kn in enumerate(known) if not kn]
-        in_cts = backward_pass(lin, [], [*residuals, *map(UndefinedPrimal, t_avals)], lin_cts, instantiate=True)
-        return [*outs, *in_cts]
 
-    traced = trace_flat(joint, in_avals + [a for a, d in zip(out_avals, diff_out) if d])
-    forward_ids = {id(e) for e in traced.eqns[:state.get("n_fwd", len(traced.eqns))]}
-    closed = dce_jaxpr(traced)
-    closed.meta["name"] = jaxpr.meta.get("name", "fn") + "_joint"
-    n_fwd = sum(id(e) in forward_ids for e in closed.eqns)
-    return JointInfo(closed, n, len(out_avals), n_fwd), diff_in, diff_out
+def _lower(name: str, compiler: Callable, jaxpr: ClosedJaxpr, example_avals: Sequence) -> Callable:
+    return run_pass(name, compiler, jaxpr, example_avals, show=lambda _: jaxpr)
 
 
 def apply_decompositions(jaxpr: ClosedJaxpr, decompositions: dict) -> ClosedJaxpr:
@@ -88,26 +77,63 @@ def apply_decompositions(jaxpr: ClosedJaxpr, decompositions: dict) -> ClosedJaxp
     replaced by its function `(*operands, **params) -> result`, written with aotjax ops."""
     table = {getattr(k, "name", k): v for k, v in decompositions.items()}
     out = trace_flat(lambda *args: eval_jaxpr(jaxpr, *args, overrides=table), list(jaxpr.in_avals))
-    out.meta.update(jaxpr.meta)
+    out.meta = jaxpr.meta
     return out
 
 
-# -- per-signature state ---------------------------------------------------------------------------------
-class _AotEntry:
-    """An aot function's state for one input signature: the staged program and boundary, the inference
-    program (plain calls), and on first differentiation the joint, the partition and the compiled
-    forward and backward programs."""
+# -- the pipeline ------------------------------------------------------------------------------------------
+def _aot_passes(aot: "Aot", args, kwargs) -> "_AotEntry":
+    """aot's pipeline for one input signature: what a plain call runs. Differentiation adds
+    `_vjp_passes`; each program is compiled (`aot: lower ...`) when it first runs."""
+    staged = run_pass("aot: functionalize", stage_functionalized, aot.fun, args, kwargs,  # trace, functionalize
+                      aot.static_argnums, show=attrgetter("jaxpr")).release()
+    _check_no_traced_consts(staged)
+    pure = staged.jaxpr.with_meta(donate=tuple(staged.meta.mutated))  # written inputs are donated
+    if aot.decompositions:
+        pure = run_pass("aot: decompose", apply_decompositions, pure, aot.decompositions)
+    plain = run_pass("aot: lower", _Entry, staged, True, show=_lowered_program)  # jax.jit, for eager calls
+    return _AotEntry(staged, pure, plain, aot)
 
-    def __init__(self, staged: Staged, aot: "Aot"):
-        self.staged = staged
-        self.aot = aot
-        jaxpr = staged.jaxpr
-        if aot.decompositions:
-            jaxpr = apply_decompositions(jaxpr, aot.decompositions)
-        jaxpr.meta["donate"] = tuple(staged.meta.mutated)
-        self.pure = jaxpr
-        self.inference = Program(jaxpr, aot.inference_compiler or aot.fw_compiler, "inference")
-        self.plain = _Entry(staged, donate=True)
+
+def _vjp_passes(entry: "_AotEntry", wanted: tuple | None) -> "_AotVJP":
+    """aot's pipeline under differentiation, once per signature and set of differentiated inputs."""
+    aot, name = entry.aot, entry.pure.meta.name or "fn"
+    lin = run_pass("aot: linearize", linearize_program, entry.pure, wanted,  # jvp + partial_eval: forward, linear
+                   show=lambda lin: lin.programs())
+    backward = run_pass("aot: transpose", transpose_program, lin)  # the linear program run backwards
+    joint = run_pass("aot: joint", compose_joint, lin, backward, f"{name}_joint",  # forward then backward, cut kept
+                     show=attrgetter("jaxpr"))
+    parts = run_pass("aot: partition", _partition, aot.partition, joint, name,  # what the forward saves
+                     show=lambda p: {"forward": p.forward, "backward": p.backward})
+    forward = Program(parts.forward, _as_pass("aot: lower forward", aot.fw_compiler), "forward")  # compiled lazily
+    backward = Program(parts.backward, _as_pass("aot: lower backward", aot.bw_compiler), "backward")
+    return _AotVJP(joint, parts, lin.diff_in, lin.diff_out, forward, backward, list(entry.pure.out_avals))
+
+
+def _partition(partition: Callable[[JointInfo], Partitioned], joint: JointInfo, name: str) -> Partitioned:
+    """The partitioner's forward and backward, named after the function."""
+    parts = partition(joint)
+    return replace(parts, forward=parts.forward.with_meta(name=f"{name}_forward"),
+                   backward=parts.backward.with_meta(name=f"{name}_backward"))
+
+
+def _check_no_traced_consts(staged: Staged) -> None:
+    if any(isinstance(c, Tracer) for c in staged.jaxpr.consts):
+        raise UnsupportedError(
+            f"aot: the function reads a traced value it closes over{where()}; aot compiles it on its own, so "
+            f"pass that value as an argument instead")
+
+
+# -- per-signature state ---------------------------------------------------------------------------------
+class _AotEntry(AotEntry):
+    """An aot function's state for one input signature: the staged program and boundary, the pure
+    program (decomposed, written inputs donated), the plain call's program and the inference program;
+    per set of differentiated inputs, the joint, the partition and the forward and backward programs."""
+
+    def __init__(self, staged: Staged, pure: ClosedJaxpr, plain: _Entry, aot: "Aot"):
+        self.staged, self.pure, self.plain, self.aot = staged, pure, plain, aot
+        compiler = aot.inference_compiler or aot.fw_compiler
+        self.inference = Program(pure, _as_pass("aot: lower inference", compiler), "inference")
         if aot.inference_compiler is not None or aot.fw_compiler is not xla_compiler:
             self.plain.fn = self.inference  # NOTE: a user compiler runs plain calls too
         self._vjps: dict = {}
@@ -118,27 +144,37 @@ class _AotEntry:
         key = tuple(wanted) if wanted is not None else None
         v = self._vjps.get(key)
         if v is None:
-            v = self._vjps[key] = _AotVJP(self, wanted)
+            v = self._vjps[key] = _vjp_passes(self, key)
         return v
 
+    def __repr__(self) -> str:
+        return f"<aot {self.pure.meta.name}>"
 
-class _AotVJP:
-    """The joint, the partition and the compiled forward and backward of an aot function for one
-    signature and one set of differentiated inputs. What `aot_call`'s jvp and `aot_lin`'s transpose
+
+@dataclass(eq=False, repr=False)  # NOTE: a primitive's param: hashed, by identity
+class _AotVJP(AotVJP):
+    """The joint, the partition and the forward and backward programs of an aot function for one
+    signature and one set of differentiated inputs: what `aot_call`'s jvp and `aot_lin`'s transpose
     run (see `aotjax.ops.calls`)."""
 
-    def __init__(self, entry: _AotEntry, wanted):
-        self.entry = entry
-        self.joint, self.diff_in, self.diff_out = build_joint(entry.pure, wanted)
-        self.partitioned = entry.aot.partition(self.joint)
-        name = entry.pure.meta.get("name", "fn")
-        self.partitioned.forward.meta["name"] = name + "_forward"
-        self.partitioned.backward.meta["name"] = name + "_backward"
-        self.forward = Program(self.partitioned.forward, entry.aot.fw_compiler, "forward")
-        self.backward = Program(self.partitioned.backward, entry.aot.bw_compiler, "backward")
-        self.saved_inputs = self.partitioned.saved_inputs
-        self.n_residuals = len(self.saved_inputs)
-        self.out_avals = list(entry.inference.jaxpr.out_avals)
+    joint: JointInfo
+    partitioned: Partitioned
+    diff_in: list[bool]
+    diff_out: list[bool]
+    forward: Program
+    backward: Program
+    out_avals: list
+
+    @property
+    def saved_inputs(self) -> list[int | None]:
+        return self.partitioned.saved_inputs
+
+    @property
+    def n_residuals(self) -> int:
+        return len(self.partitioned.saved_inputs)
+
+    def __repr__(self) -> str:
+        return f"<{self.forward.jaxpr.meta.name} and {self.backward.jaxpr.meta.name}>"
 
 
 # -- the transform ----------------------------------------------------------------------------------------
@@ -156,12 +192,7 @@ class Aot(Jitted):
 
     def _stage(self, args, kwargs) -> _AotEntry:
         self.trace_count += 1
-        staged = stage_functionalized(self.fun, args, kwargs, self.static_argnums, "aot").release()
-        if any(isinstance(c, Tracer) for c in staged.jaxpr.consts):
-            raise UnsupportedError(
-                f"aot: the function reads a traced value it closes over{where()}; aot compiles it on its own, so "
-                f"pass that value as an argument instead")
-        return _AotEntry(staged, self)
+        return _aot_passes(self, args, kwargs)
 
     def _entry(self, args, kwargs, key) -> _AotEntry:
         entry = self._cache.get(key)
@@ -181,8 +212,8 @@ class Aot(Jitted):
         bases = [_operand(b, g) for b, g in zip(boundary.entry_bases(meta.groups, leaves), meta.groups, strict=True)]
         outs = aot_call_p.bind(*bases, entry=entry)
         by_slot = dict(zip(meta.layout, outs, strict=True))
-        return boundary.apply(meta, leaves, [by_slot[("mutated", g)] for g in meta.mutated],
-                              [by_slot[("base", k)] for k in range(meta.n_bases)])
+        return boundary.apply(meta, leaves, [by_slot[(Slot.MUTATED, g)] for g in meta.mutated],
+                              [by_slot[(Slot.BASE, k)] for k in range(meta.n_bases)])
 
     def lower(self, *args, **kwargs) -> "AotLowered":
         """Trace, functionalize, build the joint and partition it for these arguments; nothing runs and
@@ -248,23 +279,23 @@ class AotLowered:
 
     @property
     def forward(self) -> ClosedJaxpr:
-        return self._vjp.partitioned.forward
+        return self._vjp.forward.jaxpr
 
     @property
     def backward(self) -> ClosedJaxpr:
-        return self._vjp.partitioned.backward
+        return self._vjp.backward.jaxpr
 
     @property
     def meta(self) -> boundary.BoundaryMeta:
         return self._entry.staged.meta
 
     @functools.cached_property
-    def _names(self) -> "_Descriptors":
+    def _signature(self) -> "_Signature":
         return _describe(self._entry, self._vjp)
 
     @property
     def residuals(self) -> list[Residual]:
-        return self._names.residuals
+        return self._signature.residuals
 
     @property
     def residual_bytes(self) -> int:
@@ -272,17 +303,17 @@ class AotLowered:
 
     @property
     def forward_inputs(self) -> list[str]:
-        return self._names.primals
+        return [str(d) for d in self._signature.primals]
 
     @property
     def joint_inputs(self) -> list[str]:
         """Descriptors of the joint program's inputs: the primals, then the output cotangents."""
-        return self.forward_inputs + self.backward_inputs[len(self.residuals):]
+        return [str(d) for d in self._signature.primals + self._signature.output_cotangents]
 
     @property
     def joint_outputs(self) -> list[str]:
         """Descriptors of the joint program's outputs: the forward's outputs, then the input cotangents."""
-        return self._names.outputs + self.backward_outputs
+        return [str(d) for d in self._signature.outputs + self._signature.input_cotangents]
 
     @property
     def saved_inputs(self) -> list[int | None]:
@@ -293,24 +324,24 @@ class AotLowered:
     def residuals_from(self, primals: Sequence, forward_outputs: Sequence) -> list:
         """The backward's residual inputs, from the forward's inputs and outputs (a helper for running
         the two programs by hand)."""
-        returned = iter(forward_outputs[len(self._names.outputs):])
+        returned = iter(forward_outputs[len(self._signature.outputs):])
         return [primals[i] if i is not None else next(returned) for i in self._vjp.saved_inputs]
 
     @property
     def forward_outputs(self) -> list[str]:
         """The user's outputs, updated inputs and intermediate bases, then the residuals that are not
         primal inputs (those the caller passes to the backward itself)."""
-        returned = [r.descriptor for r, i in zip(self.residuals, self._vjp.saved_inputs) if i is None]
-        return self._names.outputs + returned
+        sig = self._signature
+        returned = [d for d, i in zip(sig.residual_descriptors, self._vjp.saved_inputs, strict=True) if i is None]
+        return [str(d) for d in sig.outputs + returned]
 
     @property
     def backward_inputs(self) -> list[str]:
-        return [r.descriptor for r in self.residuals] + [f"cotangent[{n}]" for n, d in
-                                                          zip(self._names.outputs, self._vjp.diff_out) if d]
+        return [str(d) for d in self._signature.residual_descriptors + self._signature.output_cotangents]
 
     @property
     def backward_outputs(self) -> list[str]:
-        return [f"cotangent[{n[len('primal['):-1]}]" for n, d in zip(self._names.primals, self._vjp.diff_in) if d]
+        return [str(d) for d in self._signature.input_cotangents]
 
     def as_text(self) -> str:
         """The StableHLO of the forward and of the backward program."""
@@ -362,6 +393,56 @@ class AotCompiled:
         return self._per_program("memory_analysis")
 
 
+class Role(enum.Enum):
+    """The role of an input or output of aot's programs (see `Descriptor`)."""
+
+    PRIMAL = "primal"  # a forward input: an input group's base
+    OUTPUT = "out"  # a user output the forward returns
+    UPDATED = "updated"  # the new value of a written input
+    BASE = "base"  # an intermediate base that outputs view
+    RESIDUAL = "residual"  # a value the forward saves for the backward
+    COTANGENT = "cotangent"  # a backward input (one per output) or output (one per primal)
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """One input or output of aot's programs: its `role`; `path`, the pytree path of the argument
+    (`params['w']`; `a / b` for arguments sharing a storage) or output (`out[0]['a']`) it stands for;
+    `index`, of an intermediate base or a residual; for a residual, the `primitive` and `source_info`
+    (the user's line) that computed it, or `of`, the primal it is; for a cotangent, `of`, what it is the
+    cotangent of. `str` gives the printed form: `primal[params['w']]`, `residual[3] sin at model.py:12
+    (f)`, `cotangent[out[0]]`."""
+
+    role: Role
+    path: str = ""
+    index: int | None = None
+    primitive: str | None = None
+    source_info: SourceInfo | None = None
+    of: "Descriptor | None" = None
+
+    def cotangent(self) -> "Descriptor":
+        return Descriptor(Role.COTANGENT, self.path, of=self)
+
+    @property
+    def computed_by(self) -> str:
+        """A residual's origin in words: `argument x`, or `sin at model.py:12 (f)`."""
+        if self.of is not None:
+            return f"argument {self.of.path}"
+        at = f" at {self.source_info}" if self.source_info is not None else ""
+        return f"{self.primitive or 'constant'}{at}"
+
+    def __str__(self) -> str:
+        if self.role is Role.OUTPUT:
+            return self.path
+        if self.role is Role.BASE:
+            return f"base[{self.index}]"
+        if self.role is Role.RESIDUAL:
+            return f"residual[{self.index}] {self.of if self.of is not None else self.computed_by}"
+        if self.role is Role.COTANGENT:
+            return f"cotangent[{self.path if self.of.role is Role.PRIMAL else self.of}]"
+        return f"{self.role.value}[{self.path}]"
+
+
 @dataclass(frozen=True)
 class Residual:
     """A value the forward saves for the backward: its descriptor, abstract value and size, and why
@@ -377,39 +458,49 @@ class Residual:
 
 
 @dataclass
-class _Descriptors:
-    primals: list[str]
-    outputs: list[str]
+class _Signature:
+    """The descriptors of aot's programs for one signature: the primals (forward inputs), the forward's
+    outputs before the residuals, the residuals (with their `Residual` records), the cotangents of the
+    differentiated outputs (backward inputs) and of the differentiated primals (backward outputs)."""
+
+    primals: list[Descriptor]
+    outputs: list[Descriptor]
+    residual_descriptors: list[Descriptor]
     residuals: list[Residual]
+    output_cotangents: list[Descriptor]
+    input_cotangents: list[Descriptor]
 
 
-def _describe(entry: _AotEntry, vjp: _AotVJP) -> _Descriptors:
+def _describe(entry: _AotEntry, vjp: _AotVJP) -> _Signature:
     meta = entry.staged.meta
-    primals = [f"primal[{meta._group_name(gi)}]" for gi in range(len(meta.groups))]
-    user_bases = {spec.index: k for k, spec in enumerate(meta.outputs) if spec.kind == "base" and not spec.chain}
-    outputs = []
-    for kind, k in meta.layout:
-        if kind == "mutated":
-            outputs.append(f"updated[{meta._group_name(k)}]")
-        elif k in user_bases:
-            outputs.append(meta.output_names[user_bases[k]] if user_bases[k] < len(meta.output_names) else f"out[{k}]")
-        else:
-            outputs.append(f"base[{k}]")
-    joint = vjp.joint
-    producers = {id(v): e for e in joint.jaxpr.eqns for v in e.outputs}
-    primal_index = {id(v): i for i, v in enumerate(joint.primals)}
-    residuals = []
+    primals = [Descriptor(Role.PRIMAL, meta.group_name(gi)) for gi in range(len(meta.groups))]
+    outputs = [_output_descriptor(meta, slot, k) for slot, k in meta.layout]
+    producers = {id(v): e for e in vjp.joint.jaxpr.eqns for v in e.outputs}
+    primal_index = {id(v): i for i, v in enumerate(vjp.joint.primals)}
+    descriptors = []
     for r, v in enumerate(vjp.partitioned.saved):
         if id(v) in primal_index:
-            name = meta._group_name(primal_index[id(v)])
-            desc, why = f"residual[{r}] primal[{name}]", f"argument {name}"
+            descriptors.append(Descriptor(Role.RESIDUAL, index=r, of=primals[primal_index[id(v)]]))
         else:
             eqn = producers.get(id(v))
-            prim = eqn.primitive.name if eqn is not None else "constant"
-            at = f" at {eqn.source_info}" if eqn is not None and eqn.source_info is not None else ""
-            desc, why = f"residual[{r}] {prim}{at}", f"{prim}{at}"
-        residuals.append(Residual(desc, v.aval, v.aval.nbytes, why))
-    return _Descriptors(primals, outputs, residuals)
+            descriptors.append(Descriptor(Role.RESIDUAL, index=r, primitive=eqn and eqn.primitive.name,
+                                          source_info=eqn and eqn.source_info))
+    residuals = [Residual(str(d), v.aval, v.aval.nbytes, d.computed_by)
+                 for d, v in zip(descriptors, vjp.partitioned.saved, strict=True)]
+    return _Signature(primals, outputs, descriptors, residuals,
+                      [d.cotangent() for d, diff in zip(outputs, vjp.diff_out, strict=True) if diff],
+                      [d.cotangent() for d, diff in zip(primals, vjp.diff_in, strict=True) if diff])
+
+
+def _output_descriptor(meta: boundary.BoundaryMeta, slot: Slot, k: int) -> Descriptor:
+    """The forward output at layout slot `(slot, k)`: a written input's new value, a user output (an
+    intermediate base no output views), or an intermediate base."""
+    if slot is Slot.MUTATED:
+        return Descriptor(Role.UPDATED, meta.group_name(k))
+    for i, spec in enumerate(meta.outputs):
+        if spec.kind is OutKind.BASE and spec.index == k and not spec.chain:
+            return Descriptor(Role.OUTPUT, meta.output_names[i] if i < len(meta.output_names) else f"out[{i}]")
+    return Descriptor(Role.BASE, index=k)
 
 
 # -- AOTAutograd's names, for porting --------------------------------------------------------------------------

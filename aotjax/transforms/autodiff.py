@@ -20,7 +20,7 @@ Semantics with mutation:
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -29,14 +29,17 @@ from aotjax.core import views
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import below, get_aval, new_main
+from aotjax.core.ir import ClosedJaxpr, dce_jaxpr
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate, is_differentiable
 from aotjax.interpreters.functionalize import FunctionalizeTrace, FunctionalTensor, current_value
 from aotjax.interpreters.jvp import jvp_flat
 from aotjax.interpreters.partial_eval import PartialVal, partial_eval_flat
+from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass
 from aotjax.runtime import boundary
 from aotjax.tensor import Tensor
+from aotjax.transforms.passes import run_pass
 
 _SCALARS = (bool, int, float, complex)
 
@@ -145,12 +148,24 @@ def _as_tensors(args: Sequence, argnums: Sequence[int]) -> list:
     return args
 
 
-# -- linearize ----------------------------------------------------------------------------------------
-def linearize_flat(fun: Callable, primals: list, diff: list[bool]):
-    """`fun`'s outputs at `primals` and its linearization in the primals marked `diff`: returns
-    `(primal_outs, linear_jaxpr, residuals, tangent_known)` where `linear_jaxpr` takes the residuals
-    then one tangent per differentiated primal and returns the output tangents that depend on them
-    (`tangent_known[k]` is True for an output whose tangent is a known zero, not returned)."""
+# -- linearize and transpose ----------------------------------------------------------------------------
+class Linearized(NamedTuple):
+    """`linearize_flat`'s result: `fun`'s outputs, and its linear program `jaxpr`, which takes the
+    `residuals` then one tangent per differentiated primal (of `tangent_avals`) and returns the output
+    tangents that are not known zeros (`tangent_known[k]` is True for output k whose tangent is a known
+    zero: not returned)."""
+
+    primal_outs: list
+    jaxpr: ClosedJaxpr
+    residuals: list
+    tangent_known: list[bool]
+    tangent_avals: list
+
+
+def linearize_flat(fun: Callable, primals: list, diff: list[bool]) -> Linearized:
+    """`fun`'s outputs at `primals` and its linearization in the primals marked `diff` (jvp, partially
+    evaluated with the primals known and the tangents unknown): see `Linearized`. The known part runs
+    now, under the current interpreters: it is the forward."""
     n = len(primals)
     tangent_avals = [get_aval(p) for p, d in zip(primals, diff, strict=True) if d]
     pvals = [PartialVal.known(p) for p in primals] + [PartialVal.unknown(a) for a in tangent_avals]
@@ -163,7 +178,69 @@ def linearize_flat(fun: Callable, primals: list, diff: list[bool]):
     jaxpr, pvals_out, residuals = partial_eval_flat(f_jvp, pvals)
     m = len(pvals_out) // 2
     primal_outs = [pv.const for pv in pvals_out[:m]]
-    return primal_outs, jaxpr, residuals, [pv.is_known for pv in pvals_out[m:]], tangent_avals
+    return Linearized(primal_outs, jaxpr, residuals, [pv.is_known for pv in pvals_out[m:]], tangent_avals)
+
+
+def transpose_linear(jaxpr: ClosedJaxpr, residuals: Sequence, tangent_known: Sequence[bool], out_cts: Sequence,
+                     instantiate: bool = False) -> list:
+    """The cotangents of the differentiated primals of a linearization (`Linearized`), given one
+    cotangent per output of the function (None: zero): the linear program run backwards, under the
+    current interpreters (with tracer cotangents, the backward program is traced)."""
+    n = len(residuals)
+    undefined = [UndefinedPrimal(a) for a in jaxpr.in_avals[n:]]
+    out_avals = iter(jaxpr.out_avals)
+    cts = []
+    for ct, known in zip(out_cts, tangent_known, strict=True):
+        if not known:
+            aval = next(out_avals)
+            cts.append(Zero(aval) if ct is None else ct)
+    return backward_pass(jaxpr, [], [*residuals, *undefined], cts, instantiate=instantiate)
+
+
+def backward_program(jaxpr: ClosedJaxpr, n_residuals: int, tangent_known: Sequence[bool],
+                     ct_avals: Sequence) -> ClosedJaxpr:
+    """The backward program of linear program `jaxpr` (see `Linearized`), traced: `(residuals,
+    cotangents) -> one cotangent per differentiated primal`. `ct_avals` has one entry per output of the
+    function: the aval of its cotangent input, or None (no input: a zero cotangent)."""
+    n = n_residuals
+
+    def backward(*args):
+        cts = iter(args[n:])
+        out_cts = [next(cts) if a is not None else None for a in ct_avals]
+        return transpose_linear(jaxpr, args[:n], tangent_known, out_cts, instantiate=True)
+
+    return dce_jaxpr(trace_flat(backward, [*jaxpr.in_avals[:n], *(a for a in ct_avals if a is not None)]))
+
+
+# -- grad's and vjp's passes: linearize now, transpose when the cotangents are known ----------------------
+def _linearize(call: _Boundary, diff: list[bool]) -> Linearized:
+    """The linearize pass: functionalize (the interpreter `call.pure` runs under), jvp and partial_eval.
+    The forward runs now, op by op; the pass shows the linear program it recorded."""
+    return run_pass(f"{call.what}: linearize", linearize_flat, call.pure, call.bases, diff, show=_linear_program)
+
+
+def _linear_program(lin: Linearized) -> dict:
+    return {"linear": lin.jaxpr}
+
+
+def _transpose(call: _Boundary, lin: Linearized, diff: list[bool], main_cts: Sequence) -> list:
+    """The transpose pass: the cotangents of the input groups' bases (None where not differentiated),
+    from the cotangents of the function's outputs (`main_cts`; None: zero). It runs eagerly; the pass
+    shows the backward program, traced from the linear program for the display alone."""
+    out_cts = [*main_cts, *[None] * (len(lin.tangent_known) - len(main_cts))]
+    base_cts = iter(run_pass(f"{call.what}: transpose", transpose_linear, lin.jaxpr, lin.residuals,
+                             lin.tangent_known, out_cts, show=lambda _: _backward_of(lin, len(main_cts)),
+                             display_only=True))
+    return [next(base_cts) if d else None for d in diff]
+
+
+def _backward_of(lin: Linearized, n_main: int) -> ClosedJaxpr:
+    """The backward program of `lin` with one cotangent input per main output (of `n_main`) whose tangent
+    is not a known zero (the written inputs and bases that follow get none)."""
+    out_avals = iter(lin.jaxpr.out_avals)
+    ct_avals = [None if known else next(out_avals) for known in lin.tangent_known]
+    return backward_program(lin.jaxpr, len(lin.residuals), lin.tangent_known, ct_avals[:n_main] +
+                            [None] * (len(ct_avals) - n_main))
 
 
 def _check_differentiable(what: str, leaves: list, indices) -> None:
@@ -198,9 +275,9 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     leaf_idx = list(range(len(call.leaves)))
     diff_leaves = [i for i in leaf_idx if is_differentiable(_leaf_dtype(call.leaves[i]))]
     diff = call.groups_of(diff_leaves)
-    primal_outs, jaxpr, residuals, known, _ = linearize_flat(call.pure, call.bases, diff)
-    out, aux = call.finish(primal_outs)
-    n_main, main_tree = call.n_main, call.main_tree
+    lin = _linearize(call, diff)
+    out, aux = call.finish(lin.primal_outs)
+    main_tree = call.main_tree
     arg_trees = [jax.tree_util.tree_structure(p) for p in primals]
 
     def vjp_fn(ct):
@@ -211,12 +288,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
             if tuple(getattr(c, "shape", ())) != tuple(o.shape):
                 raise ShapeError(f"vjp: a cotangent of shape {list(c.shape)} was given for an output of shape "
                                  f"{list(o.shape)}{where()}")
-        all_cts = [*ct_leaves, *[None] * (len(known) - n_main)]
-        cts = [c if c is not None else Zero(get_aval(primal_outs[k]))
-               for k, (c, kn) in enumerate(zip(all_cts, known, strict=True)) if not kn]
-        undefined = [UndefinedPrimal(get_aval(b)) for b, d in zip(call.bases, diff, strict=True) if d]
-        base_cts_it = iter(backward_pass(jaxpr, [], [*residuals, *undefined], cts))
-        base_cts = [next(base_cts_it) if d else None for d in diff]
+        base_cts = _transpose(call, lin, diff, ct_leaves)
         leaf_cts = [_fresh(call.leaf_cotangent(i, base_cts), ct_leaves) for i in leaf_idx]
         args_cts, _ = jax.tree_util.tree_unflatten(call.in_tree, leaf_cts)
         return tuple(jax.tree_util.tree_unflatten(t, jax.tree_util.tree_leaves(a))
@@ -251,7 +323,8 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         diff_leaves = _leaf_range(args, argnums_t)
         _check_differentiable("grad", call.leaves, diff_leaves)
         diff = call.groups_of(diff_leaves)
-        primal_outs, jaxpr, residuals, known, _ = linearize_flat(call.pure, call.bases, diff)
+        lin = _linearize(call, diff)
+        primal_outs = lin.primal_outs
         if call.n_main != 1 or get_aval(primal_outs[0]).shape != ():
             shapes = [get_aval(o).str_short() for o in primal_outs[:call.n_main]]
             raise ShapeError(f"grad: the function must return a scalar (a 0-d tensor), got {', '.join(shapes)}"
@@ -263,10 +336,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         from aotjax.ops.creation import ones  # NOTE: lazy, see _zeros_for
 
         seed = ones((), dtype=out_aval.dtype)
-        cts = [seed if k == 0 else Zero(get_aval(primal_outs[k])) for k, kn in enumerate(known) if not kn]
-        undefined = [UndefinedPrimal(get_aval(b)) for b, d in zip(call.bases, diff, strict=True) if d]
-        base_cts_it = iter(backward_pass(jaxpr, [], [*residuals, *undefined], cts))
-        base_cts = [next(base_cts_it) if d else None for d in diff]
+        base_cts = _transpose(call, lin, diff, [seed])
         leaf_cts = {i: _fresh(call.leaf_cotangent(i, base_cts), [seed]) for i in diff_leaves}
         # NOTE: the write-back comes after the backward: traced as written, a residual may be a view of
         # an argument, which the write-back overwrites.
@@ -335,7 +405,7 @@ def linearize(fun: Callable, *primals):
     """
     call = _Boundary(fun, primals, {}, False, "linearize")
     diff = call.groups_of([i for i, x in enumerate(call.leaves) if is_differentiable(_leaf_dtype(x))])
-    primal_outs, jaxpr, residuals, known, _ = linearize_flat(call.pure, call.bases, diff)
+    primal_outs, jaxpr, residuals, known, _ = _linearize(call, diff)
     out, _ = call.finish(primal_outs)
     n_main = call.n_main
 

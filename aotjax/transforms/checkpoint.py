@@ -13,13 +13,16 @@ Policies are `policy(prim, *avals, **params) -> bool` ("may this primitive's out
 from __future__ import annotations
 
 import functools
+from operator import attrgetter
 from typing import Callable
 
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.source_info import where
 from aotjax.ops.remat import checkpoint_p, name_p
 from aotjax.runtime import boundary
+from aotjax.runtime.boundary import Slot
 from aotjax.transforms.functionalize import stage_functionalized
+from aotjax.transforms.passes import run_pass
 
 
 # -- policies ------------------------------------------------------------------------------------------
@@ -90,7 +93,8 @@ def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool 
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
-        staged = stage_functionalized(fun, args, kwargs, static_argnums, "checkpoint")
+        staged = run_pass("checkpoint: functionalize", stage_functionalized, fun, args, kwargs, static_argnums,
+                          show=attrgetter("jaxpr"))
         meta, closed = staged.meta, staged.jaxpr
         if meta.mutated or meta.metadata:
             raise UnsupportedError(f"checkpoint: the region writes into its arguments in place{where()}; write "
@@ -100,7 +104,7 @@ def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool 
         bases = [boundary.group_base(g, leaves) for g in meta.groups]
         outs = checkpoint_p.bind(*consts, *bases, jaxpr=jaxpr, policy=policy, prevent_cse=prevent_cse)
         by_kind = dict(zip(meta.layout, outs, strict=True))
-        return boundary.apply(meta, leaves, [], [by_kind[("base", k)] for k in range(meta.n_bases)])
+        return boundary.apply(meta, leaves, [], [by_kind[(Slot.BASE, k)] for k in range(meta.n_bases)])
 
     return wrapped
 

@@ -24,7 +24,7 @@ import numpy as np
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import AliasingError, ShapeError
 from aotjax.core.interpreter import Tracer, find_top_trace, full_raise, get_aval, new_main
-from aotjax.core.ir import ClosedJaxpr, Jaxpr, Literal
+from aotjax.core.ir import ClosedJaxpr, Jaxpr, JaxprMeta, Literal
 from aotjax.core.primitive import Kind
 from aotjax.core.source_info import where
 from aotjax.core.typecheck import typecheck, typecheck_enabled
@@ -157,7 +157,7 @@ def _trace_pure(fun: Callable, nondiff: tuple, leaves: list, in_tree, who: str, 
         closed = jtrace.builder.build([t._var for t in in_tracers], [full_raise(jtrace, v) for v in values])
     jaxpr = closed.jaxpr
     hoisted = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)
-    call = ClosedJaxpr(hoisted, [], meta={"name": name})
+    call = ClosedJaxpr(hoisted, [], meta=JaxprMeta(name=name))
     if typecheck_enabled():
         typecheck(call)
     return _intern(call), closed.consts, out_tree

@@ -11,12 +11,12 @@ from typing import Callable, Sequence
 import jax
 
 from aotjax.core.interpreter import full_raise, new_main
-from aotjax.core.ir import ClosedJaxpr
+from aotjax.core.ir import ClosedJaxpr, JaxprMeta
 from aotjax.interpreters.functionalize import FunctionalizeTrace
 from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
 from aotjax.runtime import boundary
-from aotjax.runtime.boundary import BoundaryMeta, InputGroup
-from aotjax.transforms.make_jaxpr import log_pass, split_static
+from aotjax.runtime.boundary import BoundaryMeta, InputGroup, OutKind, Slot
+from aotjax.transforms.make_jaxpr import split_static
 
 
 def _normalize_argnums(argnums) -> tuple[int, ...]:
@@ -89,11 +89,11 @@ class Staged:
         return self
 
 
-def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_argnums: Sequence[int] = (),
-                         what: str = "jit") -> Staged:
+def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_argnums: Sequence[int] = ()) -> Staged:
     """Trace `fun(*args, **kwargs)` through functionalize into a pure ClosedJaxpr (inputs: the input
     groups' bases; outputs: new values, then the new bases of written inputs, then the intermediate
-    bases that outputs view) and the BoundaryMeta that maps its results back onto the call."""
+    bases that outputs view) and the BoundaryMeta that maps its results back onto the call: the
+    `functionalize` pass of `jit`, `aot` and `checkpoint`."""
     dyn, merge = split_static(args, static_argnums)
     path_leaves, in_tree = jax.tree_util.tree_flatten_with_path((dyn, kwargs))
     leaves = [x for _, x in path_leaves]
@@ -109,26 +109,25 @@ def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_arg
             body = boundary.collect(fmain.trace, groups, inner, [o for _, o in out_paths], out_tree)
         meta = body.meta
         meta.layout = _output_layout(meta)
-        values = [body.bases[k] if kind == "base" else body.new_bases[meta.mutated.index(k)]
-                  for kind, k in meta.layout]
+        values = [body.bases[k] if slot is Slot.BASE else body.new_bases[meta.mutated.index(k)]
+                  for slot, k in meta.layout]
         out_tracers = [full_raise(jtrace, v) for v in values]
         closed = jtrace.builder.build([t._var for t in base_tracers], out_tracers)
     meta.input_names = _input_names(fun, path_leaves, len(args), static_argnums)
     meta.output_names = ["out" + jax.tree_util.keystr(p) for p, _ in out_paths]
-    closed.meta["name"] = getattr(fun, "__name__", "fn")
-    closed.meta["boundary"] = meta
-    log_pass(f"{what}: functionalize", closed)
+    closed.meta = JaxprMeta(name=getattr(fun, "__name__", "fn"))
     return Staged(closed, meta, groups, leaves)
 
 
-def _output_layout(meta: BoundaryMeta) -> list[tuple[str, int]]:
+def _output_layout(meta: BoundaryMeta) -> list[tuple[Slot, int]]:
     """New values first (in output order), then written inputs' new bases, then the other bases."""
     fresh = []
     for spec in meta.outputs:
-        if spec.kind == "base" and not spec.chain and spec.index not in fresh:
+        if spec.kind is OutKind.BASE and not spec.chain and spec.index not in fresh:
             fresh.append(spec.index)
     rest = [k for k in range(meta.n_bases) if k not in fresh]
-    return [("base", k) for k in fresh] + [("mutated", g) for g in meta.mutated] + [("base", k) for k in rest]
+    return ([(Slot.BASE, k) for k in fresh] + [(Slot.MUTATED, g) for g in meta.mutated]
+            + [(Slot.BASE, k) for k in rest])
 
 
 def _input_names(fun: Callable, path_leaves, n_args: int, static_argnums) -> list[str]:

@@ -9,7 +9,7 @@ input's new base in the buffer of the old one, and the caller's storage takes it
 from __future__ import annotations
 
 import functools
-import logging
+from operator import attrgetter
 from typing import Any, Callable, Sequence
 
 import jax
@@ -19,11 +19,11 @@ import numpy as np
 from aotjax.interpreters.eval import read
 from aotjax.lowering.to_jax import avals_to_structs, flat_function
 from aotjax.runtime import boundary, guards
+from aotjax.runtime.boundary import GroupKind, Slot
 from aotjax.tensor import Tensor
 from aotjax.transforms.functionalize import Staged, _normalize_argnums, functionalize, stage_functionalized
 from aotjax.transforms.make_jaxpr import split_static
-
-logger = logging.getLogger("aotjax")
+from aotjax.transforms.passes import run_pass
 
 
 class _Entry:
@@ -39,8 +39,8 @@ class _Entry:
         self.fn = jax.jit(flat_function(staged.jaxpr), donate_argnums=self.donated)
         self.readers = [_reader(g, gi in self.donated) for gi, g in enumerate(meta.groups)]
         positions = {entry: i for i, entry in enumerate(meta.layout)}
-        self.base_pos = [positions[("base", k)] for k in range(meta.n_bases)]
-        self.mutated_pos = [positions[("mutated", g)] for g in meta.mutated]
+        self.base_pos = [positions[(Slot.BASE, k)] for k in range(meta.n_bases)]
+        self.mutated_pos = [positions[(Slot.MUTATED, g)] for g in meta.mutated]
 
     def run(self, leaves: list, fn) -> Any:
         """Call `fn` (the jitted function or an executable) on this call's arguments; replay."""
@@ -53,14 +53,14 @@ def _reader(g, donated: bool):
     """`(leaf index, read)`: how the program's input for group `g` is read from a call's arguments.
     A donated input that aotjax does not own alone (the user's own array, a view's value) is copied
     first, so that only aotjax's own buffers are ever deleted."""
-    if g.kind == "tensor":
+    if g.kind is GroupKind.TENSOR:
         if g.synthetic:
             read_input = _read_storage
         elif donated:
             read_input = _read_for_donation
         else:
             read_input = read
-    elif g.kind == "scalar":
+    elif g.kind is GroupKind.SCALAR:
         read_input = functools.partial(np.asarray, dtype=g.aval.dtype)
     else:
         read_input = jnp.copy if donated else _identity
@@ -82,6 +82,11 @@ def _identity(x):
 
 def _wrap(array) -> Tensor:
     return Tensor._wrap(array)
+
+
+def _lowered_program(entry: _Entry):
+    """What `jit: lower` shows: the program handed to `jax.jit`, its donated inputs in `meta.donate`."""
+    return entry.staged.jaxpr.with_meta(donate=entry.donated)
 
 
 class Jitted:
@@ -114,10 +119,11 @@ class Jitted:
         return entry.run(leaves, entry.fn)
 
     def _stage(self, args, kwargs) -> _Entry:
+        """jit's pipeline, once per input signature."""
         self.trace_count += 1
-        staged = stage_functionalized(self.fun, args, kwargs, self.static_argnums, "jit").release()
-        logger.debug("jit: traced %s (%d programs cached)", getattr(self.fun, "__name__", "fn"), len(self._cache))
-        return _Entry(staged, self.donate)
+        staged = run_pass("jit: functionalize", stage_functionalized, self.fun, args, kwargs,  # the pure program
+                          self.static_argnums, show=attrgetter("jaxpr")).release()
+        return run_pass("jit: lower", _Entry, staged, self.donate, show=_lowered_program)  # jax.jit, donating
 
     def lower(self, *args, **kwargs) -> "Lowered":
         """Trace and lower for these arguments (nothing runs): the functionalized jaxpr, the boundary

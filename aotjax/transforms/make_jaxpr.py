@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import functools
-import logging
-import os
 from typing import Any, Callable, Sequence
 
 import jax
@@ -11,27 +9,9 @@ import numpy as np
 
 from aotjax.core.avals import ShapedArray, canonicalize_dtype
 from aotjax.core.interpreter import full_raise, new_main
-from aotjax.core.ir import ClosedJaxpr
-from aotjax.core.typecheck import typecheck, typecheck_enabled
 from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
 from aotjax.tensor import Tensor
-
-logger = logging.getLogger("aotjax")
-
-
-def dump_enabled() -> bool:
-    """Whether every pass prints the jaxpr it produces (`AOTJAX_DUMP=1`)."""
-    return os.environ.get("AOTJAX_DUMP", "0") not in ("", "0")
-
-
-def log_pass(name: str, jaxpr: ClosedJaxpr) -> None:
-    """Typecheck (when enabled) and log/dump the jaxpr a pass produced."""
-    if typecheck_enabled():
-        typecheck(jaxpr)
-    if dump_enabled():
-        print(f"--- aotjax pass: {name} ---\n{jaxpr.pretty(source_info=True)}")
-    elif logger.isEnabledFor(logging.DEBUG):
-        logger.debug("pass %s:\n%s", name, jaxpr.pretty(source_info=True))
+from aotjax.transforms.passes import run_pass
 
 
 def split_static(args: Sequence, static_argnums: Sequence[int]):
@@ -103,8 +83,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
-        closed = trace_to_jaxpr(fun, args, kwargs, static_argnums)
-        log_pass("trace", closed)
+        closed = run_pass("trace", trace_to_jaxpr, fun, args, kwargs, static_argnums)
         if return_shape:
             shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
             return closed, jax.tree_util.tree_unflatten(closed.out_tree, shapes)

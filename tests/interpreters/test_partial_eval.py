@@ -46,7 +46,7 @@ def test_residuals_are_labelled_with_the_line_that_computed_them():
         return [s * y + x]
 
     jaxpr, _, residuals = partial_eval_flat(f, [K(x), U(y.aval)])
-    sources = jaxpr.meta["residual_sources"]
+    sources = jaxpr.meta.residual_sources
     assert sources[0].primitive == "sin" and sources[0].source_info.function == "f"
     assert sources[1].primitive is None and sources[1].source_info is None  # the known input itself
     assert residuals[1] is x
