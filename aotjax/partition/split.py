@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aotjax.core.ir import ClosedJaxpr, Jaxpr, Var, dce
+from aotjax.ops.remat import optimization_barrier_p
 
 
 @dataclass
@@ -48,8 +49,6 @@ class Partitioned:
 def classify(joint: JointInfo) -> tuple[list, list, set]:
     """`(forward_eqns, backward_eqns, backward_var_ids)` in program order. What the backward pass
     emitted is backward even when it reads primals only (a transposed operand, a recomputation)."""
-    from aotjax.ops.remat import optimization_barrier_p  # NOTE: partition sits above ops
-
     backward_ids = {id(v) for v in joint.cotangents}
     fwd, bwd = [], []
     n_fwd = joint.num_forward_eqns if joint.num_forward_eqns is not None else len(joint.jaxpr.eqns)
