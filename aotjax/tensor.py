@@ -87,7 +87,12 @@ class Tensor:
     def _view_of(cls, x: "Tensor", step, aval: ShapedArray, strides: tuple | None, offset: int) -> "Tensor":
         """A view of eager tensor `x` through one more view step, with its PyTorch layout."""
         t = object.__new__(Tensor)
-        t._init_slots(aval, strides, offset, x._storage, x._chain + (step,))
+        t._storage = x._storage  # NOTE: inline, as in `_wrap`: this runs once per eager view op
+        t._chain = x._chain + (step,)
+        t._aval = aval
+        t._strides = strides
+        t._offset = offset
+        t._cache = None
         return t
 
     def _review(self, view_prim: Primitive, params: dict, aval: ShapedArray) -> "Tensor":

@@ -48,7 +48,10 @@ class Trace:
         raise NotImplementedError
 
     def process_primitive(self, prim: Primitive, tracers: list, params: dict) -> list:
-        """Apply `prim`; return the outputs (for a mutation: the written operand tracers, updated)."""
+        """Apply `prim`; return the outputs (for a mutation: the written operand tracers, updated). A
+        trace that makes the tensors of a primitive with a `view_strides` rule (views, `clone`) or that
+        re-views a tensor (a metadata mutation) records their PyTorch layout on them
+        (`aotjax.tensor.record_layout`, `view_layout`): `bind` only dispatches."""
         raise NotImplementedError
 
 

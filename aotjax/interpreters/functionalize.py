@@ -134,4 +134,3 @@ def _check_mutable(prim, t: FunctionalTensor) -> None:
 
 def _read(x):
     return current_value(x) if isinstance(x, FunctionalTensor) else x
-

@@ -100,23 +100,23 @@ def _type_as(x, other):
     return to(x, other.dtype)
 
 
-def _cast_method(dtype, what: str):
+def _cast_method(name: str, dtype, what: str):
     def cast(x):
         return to(x, dtype)
+    cast.__name__ = cast.__qualname__ = name
     cast.__doc__ = f"`x` as {what}."
     return cast
 
 
 # NOTE: methods only: `aotjax.float` is a dtype, as `torch.float` is.
-method(to, "to")
+method(to)
 method(_type_as, "type_as")
-method(_cast_method(np.float32, "float32"), "float")
-method(_cast_method(np.float64, "float64 (float32 unless jax's x64 mode is on)"), "double")
-method(_cast_method(np.float16, "float16"), "half")
-method(_cast_method("bfloat16", "bfloat16"), "bfloat16")
-method(_cast_method(np.int32, "int32"), "int")
-method(_cast_method(np.int64, "int64 (int32 unless jax's x64 mode is on)"), "long")
-method(_cast_method(np.bool_, "bool"), "bool")
+for _name, _dtype, _what in (("float", np.float32, "float32"), ("half", np.float16, "float16"),
+                             ("bfloat16", "bfloat16", "bfloat16"), ("int", np.int32, "int32"),
+                             ("bool", np.bool_, "bool"),
+                             ("double", np.float64, "float64 (float32 unless jax's x64 mode is on)"),
+                             ("long", np.int64, "int64 (int32 unless jax's x64 mode is on)")):
+    method(_cast_method(_name, _dtype, _what))
 
 
 # -- dtype classes -----------------------------------------------------------------------------

@@ -40,7 +40,6 @@ from aotjax.transforms.make_jaxpr import input_aval
 __all__ = ["custom_jvp", "custom_vjp"]
 
 
-
 # -- the call: arguments, tracing, binding ----------------------------------------------------------
 def _resolve_args(fun: Callable, args: tuple, kwargs: dict, what: str) -> tuple:
     """Keyword arguments moved to their positions (the rules take positional arguments only)."""
