@@ -5,18 +5,25 @@ view chain and its abstract value. Views share the storage: reading a view appli
 the base, writing one computes a new base through the chain's inverses (see
 `aotjax.interpreters.eval`). Every interpreter's tracer subclasses Tensor, so user code runs
 unchanged under every transform. Method names and semantics follow `torch.Tensor`; most methods
-are the functions of `aotjax.ops`, installed by name at the bottom of this file.
+are the functions of `aotjax.ops`, which each op family installs beside the op's definition
+(`method(add, "add", "__add__")`): this module sits below the ops and imports only `aotjax.core`.
 
 Each Tensor also records the strides and storage offset PyTorch would give it. They are metadata
 only (XLA has no strides) and decide, as in PyTorch, whether `reshape`/`flatten`/`contiguous`
-return a view or a copy and whether `view` is allowed.
+return a view or a copy and whether `view` is allowed. Every interpreter records them on the view
+tensors it makes (`view_layout`), so they hold under every transform.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
-from aotjax.core.avals import ShapedArray
-from aotjax.core.interpreter import Tracer, contiguous_strides
+from aotjax.core.avals import ShapedArray, default_int_dtype
+from aotjax.core.interpreter import Tracer
+from aotjax.core.primitive import Primitive
+from aotjax.core.source_info import where
+from aotjax.core.views import ViewStep
 
 
 class Storage:
@@ -49,15 +56,25 @@ class Tensor:
     __array_priority__ = 100
 
     def __init__(self, data, dtype=None):
-        t = _ops.tensor(data, dtype=dtype)
-        self._storage, self._chain, self._aval = t._storage, t._chain, t._aval
-        self._strides, self._offset, self._cache = None, 0, None
+        """`aotjax.Tensor(data, dtype)` is `aotjax.tensor(data, dtype)`."""
+        raise NotImplementedError  # NOTE: replaced beside `tensor` in aotjax.ops.creation when that module loads
 
     # -- construction (internal) ------------------------------------------------------------
+    def _init_slots(self, aval: ShapedArray | None, strides: tuple | None = None, offset: int = 0,
+                    storage=None, chain=()) -> None:
+        """Set every slot of a new tensor: what each interpreter's tracer `__init__` starts with."""
+        self._storage = storage
+        self._chain = chain
+        self._aval = aval
+        self._strides = strides
+        self._offset = offset
+        self._cache = None
+
     @classmethod
     def _wrap(cls, array, owned: bool = True) -> "Tensor":
         """A new base tensor holding `array` (no copy)."""
         t = object.__new__(Tensor)
+        # NOTE: the slots are set inline, not by `_init_slots`: this runs once per eager op.
         t._storage = Storage(array, owned)
         t._chain = ()
         t._aval = None
@@ -67,16 +84,26 @@ class Tensor:
         return t
 
     @classmethod
-    def _view_of(cls, x: "Tensor", step, aval: ShapedArray) -> "Tensor":
-        """A view of eager tensor `x` through one more view step."""
+    def _view_of(cls, x: "Tensor", step, aval: ShapedArray, strides: tuple | None, offset: int) -> "Tensor":
+        """A view of eager tensor `x` through one more view step, with its PyTorch layout."""
         t = object.__new__(Tensor)
-        t._storage = x._storage
+        t._storage = x._storage  # NOTE: inline, as in `_wrap`: this runs once per eager view op
         t._chain = x._chain + (step,)
         t._aval = aval
-        t._strides = None
-        t._offset = 0
+        t._strides = strides
+        t._offset = offset
         t._cache = None
         return t
+
+    def _review(self, view_prim: Primitive, params: dict, aval: ShapedArray) -> "Tensor":
+        """A metadata mutation (`t_`): this tensor itself becomes its view through `view_prim`, of abstract
+        value `aval`, with the layout PyTorch gives it. For tensors that hold a view chain (eager,
+        functional)."""
+        self._strides, self._offset = view_layout(view_prim, self, aval.shape, params)
+        self._chain = self._chain + (ViewStep.make(view_prim, params),)
+        self._aval = aval
+        self._cache = None
+        return self
 
     # -- metadata ------------------------------------------------------------------------------
     @property
@@ -84,7 +111,7 @@ class Tensor:
         """The abstract value (shape and dtype)."""
         a = self._aval
         if a is None:
-            v = _read(self)
+            v = self._read()
             a = self._aval = ShapedArray(v.shape, v.dtype)
         return a
 
@@ -119,7 +146,7 @@ class Tensor:
         3
         """
         shape = self.shape
-        return shape if dim is None else shape[_ops.canonical_dim(dim, len(shape))]
+        return shape if dim is None else shape[canonical_dim(dim, len(shape))]
 
     def numel(self) -> int:
         """The number of elements."""
@@ -141,7 +168,7 @@ class Tensor:
         (1, 3)
         """
         s = self._strides if self._strides is not None else contiguous_strides(self.shape)
-        return s if dim is None else s[_ops.canonical_dim(dim, self.ndim)]
+        return s if dim is None else s[canonical_dim(dim, self.ndim)]
 
     def storage_offset(self) -> int:
         """The offset PyTorch would give this tensor in its storage, in elements."""
@@ -172,20 +199,14 @@ class Tensor:
         devices = getattr(self._storage.base, "devices", None)
         return next(iter(devices())) if devices else None
 
-    @property
-    def T(self) -> "Tensor":
-        """All dimensions reversed (a view)."""
-        return _ops.permute(self, tuple(range(self.ndim - 1, -1, -1)))
-
-    @property
-    def mT(self) -> "Tensor":
-        """The last two dimensions swapped (a view)."""
-        return _ops.transpose(self, -2, -1)
-
     # -- values (eager only; tracers raise) -------------------------------------------------------
+    def _read(self):
+        """The current value, a `jax.Array`: the view chain applied to the base."""
+        raise NotImplementedError  # NOTE: replaced by aotjax.interpreters.eval.read when that module loads
+
     def numpy(self) -> np.ndarray:
         """The value as a NumPy array (a copy)."""
-        return np.asarray(_read(self))
+        return np.asarray(self._read())
 
     def item(self):
         """The value of a one-element tensor as a Python scalar."""
@@ -204,15 +225,15 @@ class Tensor:
         >>> (aotjax.ones(2) * 2).block_until_ready()
         tensor([2., 2.])
         """
-        _read(self).block_until_ready()
+        self._read().block_until_ready()
         return self
 
     def __array__(self, dtype=None, copy=None):
-        a = np.asarray(_read(self))
+        a = np.asarray(self._read())
         return a.astype(dtype) if dtype is not None else a
 
     def __jax_array__(self):
-        return _read(self)
+        return self._read()
 
     def __bool__(self) -> bool:
         return bool(self.item())
@@ -234,11 +255,6 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
 
-    def __iter__(self):
-        if not self.shape:
-            raise TypeError("iteration over a 0-d tensor")
-        return iter(_ops.unbind(self, 0))
-
     def __hash__(self) -> int:
         return id(self)
 
@@ -246,7 +262,7 @@ class Tensor:
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(",
                                formatter=None).replace("\n", "\n")
         if self.dtype in (np.dtype("float32"), np.dtype("bool")) or (
-                self.dtype == np.dtype(_ops.default_int_dtype()) and self.numel() > 0):
+                self.dtype == default_int_dtype() and self.numel() > 0):
             return f"tensor({body})"
         return f"tensor({body}, dtype={self.dtype.name})"
 
@@ -255,90 +271,15 @@ class Tensor:
             return format(self.item(), spec)
         return repr(self)
 
-    # -- casts (methods only: `aotjax.float` is a dtype, as `torch.float` is) -------------------
-    def type_as(self, other: "Tensor") -> "Tensor":
-        """`self` converted to `other`'s dtype."""
-        return _ops.to(self, other.dtype)
-
-    def float(self) -> "Tensor":
-        """`self` as float32."""
-        return _ops.to(self, np.float32)
-
-    def double(self) -> "Tensor":
-        """`self` as float64 (float32 unless jax's x64 mode is on)."""
-        return _ops.to(self, np.float64)
-
-    def half(self) -> "Tensor":
-        """`self` as float16."""
-        return _ops.to(self, np.float16)
-
-    def bfloat16(self) -> "Tensor":
-        """`self` as bfloat16."""
-        return _ops.to(self, "bfloat16")
-
-    def int(self) -> "Tensor":
-        """`self` as int32."""
-        return _ops.to(self, np.int32)
-
-    def long(self) -> "Tensor":
-        """`self` as int64 (int32 unless jax's x64 mode is on)."""
-        return _ops.to(self, np.int64)
-
-    def bool(self) -> "Tensor":
-        """`self` as bool."""
-        return _ops.to(self, np.bool_)
-
-    # -- operators ------------------------------------------------------------------------------
-    def __add__(self, other): return _ops.add(self, other)
-    def __radd__(self, other): return _ops.add(other, self)
-    def __sub__(self, other): return _ops.sub(self, other)
-    def __rsub__(self, other): return _ops.sub(other, self)
-    def __mul__(self, other): return _ops.mul(self, other)
-    def __rmul__(self, other): return _ops.mul(other, self)
-    def __truediv__(self, other): return _ops.div(self, other)
-    def __rtruediv__(self, other): return _ops.div(other, self)
-    def __floordiv__(self, other): return _ops.floor_divide(self, other)
-    def __rfloordiv__(self, other): return _ops.floor_divide(other, self)
-    def __mod__(self, other): return _ops.remainder(self, other)
-    def __rmod__(self, other): return _ops.remainder(other, self)
-    def __pow__(self, other): return _ops.pow(self, other)
-    def __rpow__(self, other): return _ops.pow(other, self)
-    def __matmul__(self, other): return _ops.matmul(self, other)
-    def __rmatmul__(self, other): return _ops.matmul(other, self)
-    def __neg__(self): return _ops.neg(self)
-    def __pos__(self): return self
-    def __abs__(self): return _ops.abs(self)
-    def __invert__(self): return _ops.bitwise_not(self)
-    def __and__(self, other): return _ops.bitwise_and(self, other)
-    def __rand__(self, other): return _ops.bitwise_and(other, self)
-    def __or__(self, other): return _ops.bitwise_or(self, other)
-    def __ror__(self, other): return _ops.bitwise_or(other, self)
-    def __xor__(self, other): return _ops.bitwise_xor(self, other)
-    def __rxor__(self, other): return _ops.bitwise_xor(other, self)
-    def __eq__(self, other): return _ops.eq(self, other)  # type: ignore[override]
-    def __ne__(self, other): return _ops.ne(self, other)  # type: ignore[override]
-    def __lt__(self, other): return _ops.lt(self, other)
-    def __le__(self, other): return _ops.le(self, other)
-    def __gt__(self, other): return _ops.gt(self, other)
-    def __ge__(self, other): return _ops.ge(self, other)
-    def __iadd__(self, other): return _ops.add_(self, other)
-    def __isub__(self, other): return _ops.sub_(self, other)
-    def __imul__(self, other): return _ops.mul_(self, other)
-    def __itruediv__(self, other): return _ops.div_(self, other)
-    def __ifloordiv__(self, other): return _ops.floor_divide_(self, other)
-    def __imod__(self, other): return _ops.remainder_(self, other)
-    def __ipow__(self, other): return _ops.pow_(self, other)
-    def __iand__(self, other): return _ops.bitwise_and_(self, other)
-    def __ior__(self, other): return _ops.bitwise_or_(self, other)
-    def __getitem__(self, index): return _ops.getitem(self, index)
-    def __setitem__(self, index, value): _ops.setitem(self, index, value)
+    def __pos__(self):
+        return self
 
 
 def _tracer_conversion(what: str):
-    def method(self, *args, **kwargs):
+    def conversion(self, *args, **kwargs):
         raise self._concrete_error(what)
-    method.__name__ = what
-    return method
+    conversion.__name__ = what
+    return conversion
 
 
 for _name in ("__bool__", "__int__", "__float__", "__index__", "item", "tolist", "numpy", "__array__",
@@ -347,49 +288,66 @@ for _name in ("__bool__", "__int__", "__float__", "__index__", "item", "tolist",
 Tracer.__repr__ = lambda self: f"Traced<{self.aval.str_short()}>(by {type(self._trace).__name__})"  # type: ignore
 
 
-# Methods that are the functions of `aotjax.ops` (the tensor is their first argument), grouped by
-# family; `tests/test_api_surface.py` checks that each exists.
-ELEMENTWISE_METHODS = """
-neg abs exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid relu gelu silu erf floor ceil round sign
-reciprocal square isnan isfinite logical_not
-neg_ abs_ exp_ log_ log1p_ expm1_ sqrt_ rsqrt_ sin_ cos_ tan_ tanh_ sigmoid_ relu_ gelu_ silu_ erf_ floor_
-ceil_ round_ sign_ reciprocal_ square_ logical_not_
-add sub mul div floor_divide remainder pow maximum minimum atan2 eq ne lt le gt ge logical_and logical_or
-bitwise_and bitwise_or bitwise_xor bitwise_not clamp clip lerp where
-add_ sub_ mul_ div_ floor_divide_ remainder_ pow_ atan2_ eq_ ne_ lt_ le_ gt_ ge_ logical_and_ logical_or_
-bitwise_and_ bitwise_or_ bitwise_xor_ clamp_ clip_ lerp_
-to
-""".split()
-REDUCTION_METHODS = "sum mean prod amax amin max min argmax argmin all any var std logsumexp cumsum".split()
-LINALG_METHODS = "matmul mm bmm dot outer".split()
-VIEW_METHODS = """
-view view_as reshape reshape_as flatten contiguous transpose permute t squeeze unsqueeze expand expand_as
-broadcast_to select narrow diagonal unbind split chunk movedim detach t_ transpose_ squeeze_ unsqueeze_ as_strided
-""".split()
-NEW_VALUE_METHODS = "clone flip roll repeat tile tril triu".split()
-INDEXING_METHODS = """
-index_select gather scatter scatter_ scatter_add scatter_add_ masked_fill masked_fill_ index_put index_put_
-index_add index_add_ copy_ fill_ zero_
-""".split()
-NN_METHODS = "softmax log_softmax".split()
-TENSOR_METHODS = (ELEMENTWISE_METHODS + REDUCTION_METHODS + LINALG_METHODS + VIEW_METHODS + NEW_VALUE_METHODS
-                  + INDEXING_METHODS + NN_METHODS)
+def method(fn: Callable, *names: str) -> Callable:
+    """Install the op function `fn` (its tensor operand first) as the Tensor methods `names` (default: its
+    own name); returns `fn`. Each op family declares the methods of its ops once, in its own file:
+    `method(add, "add", "__add__")`, `method(reflected(add), "__radd__")`.
+
+    >>> def double(x):
+    ...     return x * 2
+    >>> _ = method(double, "double_it")
+    >>> aotjax.tensor([1.0]).double_it()
+    tensor([2.])
+    >>> del Tensor.double_it
+    """
+    for name in names or (fn.__name__,):
+        setattr(Tensor, name, fn)
+    return fn
 
 
-# NOTE: imported last because the ops modules import Tensor from here.
-from aotjax import ops as _ops  # noqa: E402
-from aotjax.interpreters.eval import read as _read  # noqa: E402
+def reflected(fn: Callable) -> Callable:
+    """`fn` with its two operands swapped: the reflected operator (`__radd__` of `add`)."""
+    def reflected_op(self, other):
+        return fn(other, self)
+    reflected_op.__name__ = reflected_op.__qualname__ = f"reflected_{fn.__name__}"
+    return reflected_op
 
 
-def _install_methods() -> None:
-    missing = []
-    for name in TENSOR_METHODS:
-        fn = getattr(_ops, name, None)
-        if fn is None:
-            missing.append(name)
-        else:
-            setattr(Tensor, name, fn)
-    Tensor._missing_methods = tuple(missing)  # reported by tests/test_api_surface.py
+def canonical_dim(dim: int, ndim: int, op: str = "") -> int:
+    """`dim` in [0, ndim) (negative dims count from the end); an IndexError naming `op` if out of range."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{op or 'dim'}: dimension {dim} is out of range for a tensor of {ndim} dimensions "
+                         f"(expected in [{-n}, {n - 1}]){where()}")
+    return dim % n
 
 
-_install_methods()
+# -- layout: the strides PyTorch would give a tensor (metadata only) --------------------------------
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+def view_layout(prim: Primitive, x, shape: tuple[int, ...], params: dict) -> tuple[tuple | None, int]:
+    """The strides (None when contiguous) and storage offset PyTorch gives the result, of shape `shape`, of
+    `prim` applied to `x`, by the primitive's `view_strides` rule (view primitives, and `clone`, which
+    keeps its operand's memory order). Each interpreter records this on the tensors it makes for such a
+    primitive (and on a tensor a metadata mutation re-views), so the layout is the same under all of them."""
+    in_shape = tuple(x.shape)
+    strides = getattr(x, "_strides", None)
+    new_strides, new_offset = prim.view_strides(in_shape, contiguous_strides(in_shape) if strides is None else strides,
+                                                getattr(x, "_offset", 0), **params)
+    new_strides = tuple(new_strides)
+    return (None if new_strides == contiguous_strides(tuple(shape)) else new_strides), new_offset
+
+
+def record_layout(prim: Primitive, operands, outs: list, params: dict) -> list:
+    """Give each tensor of `outs`, the results of `prim` on `operands`, its PyTorch layout (`view_layout`
+    of operand 0) if `prim` has a stride rule; returns `outs`."""
+    if prim.view_strides is not None:
+        for o in outs:
+            o._strides, o._offset = view_layout(prim, operands[0], tuple(o.shape), params)
+    return outs

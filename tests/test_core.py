@@ -74,6 +74,20 @@ def test_closed_over_tensor_is_a_constant_and_cannot_be_mutated():
     np.testing.assert_allclose(w.numpy(), [1.0, 2.0])
 
 
+@pytest.mark.parametrize("how", ["eager", "make_jaxpr", "functionalize", "jit", "grad"])
+def test_bind_refuses_an_unhashable_param_under_every_interpreter(how):
+    from aotjax.ops.views import permute_p
+
+    def f(x):
+        return permute_p.bind(x, perm=[1, 0]).sum()  # a list: params must be hashable
+
+    run = {"eager": f, "make_jaxpr": aotjax.make_jaxpr(f), "functionalize": aotjax.functionalize(f),
+           "jit": aotjax.jit(f), "grad": aotjax.grad(f)}[how]
+    with pytest.raises(TypeError, match=r"permute: parameters must be hashable .* 'perm' \(list\) is not "
+                                        r"\(at test_core.py:\d+"):
+        run(aotjax.ones(2, 3))
+
+
 def test_escaped_tracer_is_reported():
     leaked = []
     aotjax.make_jaxpr(lambda x: leaked.append(x) or x)(aotjax.ones(2))

@@ -1,4 +1,5 @@
-"""Abstract values: the static shape and dtype of an array, and dtype helpers."""
+"""Abstract values: the static shape and dtype of an array, and dtype helpers, among them the default
+dtypes that every layer (promotion, tracing, the interpreters, make_jaxpr) gives Python scalars."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,6 +18,42 @@ _SHORT_NAMES = {
 def canonicalize_dtype(dtype) -> np.dtype:
     """The dtype an array of `dtype` really has on the device (64-bit types only when jax x64 is on)."""
     return np.dtype(jax.dtypes.canonicalize_dtype(np.dtype(dtype)))
+
+
+def default_float_dtype() -> np.dtype:
+    """The dtype of Python floats and of float tensors created without a dtype: float32 (PyTorch's)."""
+    return np.dtype(np.float32)
+
+
+def default_int_dtype() -> np.dtype:
+    """int64 when jax's x64 mode is on (as PyTorch's default), else int32 (what the device holds)."""
+    return np.dtype(np.int64) if jax.config.jax_enable_x64 else np.dtype(np.int32)
+
+
+PYTHON_SCALARS = (bool, int, float, complex)
+
+
+def python_scalar_dtype(x) -> np.dtype:
+    """The dtype PyTorch gives the Python number `x`: bool, the default int, float32, complex64."""
+    if isinstance(x, bool):
+        return np.dtype(np.bool_)
+    if isinstance(x, int):
+        return default_int_dtype()
+    if isinstance(x, float):
+        return default_float_dtype()
+    return np.dtype(np.complex64)
+
+
+def scalar_literal(x):
+    """`x` as the NumPy scalar a trace inlines as a literal, or None if `x` is not a scalar constant: a
+    NumPy scalar (or 0-d array) keeps its dtype, a Python number gets `python_scalar_dtype`."""
+    if isinstance(x, np.generic):  # NOTE: first: np.float64 subclasses float but keeps its dtype
+        return x
+    if isinstance(x, np.ndarray):
+        return x[()] if x.ndim == 0 else None
+    if isinstance(x, PYTHON_SCALARS):
+        return python_scalar_dtype(x).type(x)
+    return None
 
 
 def dtype_short_name(dtype) -> str:
@@ -61,3 +98,14 @@ class ShapedArray:
 def aval_of_value(x) -> ShapedArray:
     """The abstract value of a concrete array-like (jax/NumPy array or NumPy scalar)."""
     return ShapedArray(np.shape(x), x.dtype)
+
+
+def get_aval(x) -> ShapedArray:
+    """The abstract value of any operand: the `aval` of a Tensor (or of a marker such as `Zero`), that of
+    an array, or that of a Python number as it is traced (`scalar_literal`)."""
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ShapedArray):
+        return aval
+    if isinstance(x, PYTHON_SCALARS):
+        x = scalar_literal(x)
+    return aval_of_value(x)

@@ -11,9 +11,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any
 
-from aotjax.core.avals import ShapedArray
-from aotjax.core.errors import AliasingError, AotjaxError, ConcretizationError
-from aotjax.core.primitive import Kind, Primitive
+from aotjax.core.errors import AotjaxError, ConcretizationError
+from aotjax.core.primitive import Primitive
 from aotjax.core.source_info import where
 
 
@@ -49,7 +48,10 @@ class Trace:
         raise NotImplementedError
 
     def process_primitive(self, prim: Primitive, tracers: list, params: dict) -> list:
-        """Apply `prim`; return the outputs (for a mutation: the written operand tracers, updated)."""
+        """Apply `prim`; return the outputs (for a mutation: the written operand tracers, updated). A
+        trace that makes the tensors of a primitive with a `view_strides` rule (views, `clone`) or that
+        re-views a tensor (a metadata mutation) records their PyTorch layout on them
+        (`aotjax.tensor.record_layout`, `view_layout`): `bind` only dispatches."""
         raise NotImplementedError
 
 
@@ -67,17 +69,15 @@ class Tracer:
             f"(static_argnums=...) if it is a configuration value.")
 
 
-_eval_main: MainTrace | None = None
 _stack: list[MainTrace] = []
 _dynamic: MainTrace | None = None
 
 
 def install_eval_trace(trace_type: type) -> None:
     """Put the eager interpreter at level 0 (called once by `aotjax.interpreters.eval`)."""
-    global _eval_main, _dynamic
-    _eval_main = MainTrace(0, trace_type, None)
-    _stack[:] = [_eval_main]
-    _dynamic = _eval_main
+    global _dynamic
+    _dynamic = MainTrace(0, trace_type, None)
+    _stack[:] = [_dynamic]
 
 
 @contextmanager
@@ -124,10 +124,6 @@ def rules_of(main: MainTrace):
         _dynamic = prev
 
 
-def current_level() -> int:
-    return len(_stack) - 1
-
-
 def find_top_trace(args) -> Trace:
     top = _dynamic
     for a in args:
@@ -156,81 +152,29 @@ def full_raise(trace: Trace, val: Any) -> Any:
 
 def bind(prim: Primitive, *args, **params):
     """Apply `prim` to `args` under the interpreter stack; returns one output, or a list when the
-    primitive has multiple results."""
-    trace = find_top_trace(args)
-    if prim.kind is Kind.MUTATION:
-        if trace.main.level > 0:
-            _check_writable(prim, trace, args)
-        if prim.metadata_view is None:
-            _check_no_internal_overlap(prim, args)
-    tracers = [full_raise(trace, a) for a in args] if trace.main.level else args
-    if prim.metadata_view is not None:
-        t = tracers[0]
-        layout = (tuple(t.shape), t._strides, t._offset)
-        outs = trace.process_primitive(prim, tracers, params)
-        _set_view_strides(prim.metadata_view, layout, outs, params)
-    else:
+    primitive has multiple results. Dispatch only: what a primitive means for PyTorch's layout and
+    write rules is the frontend's and each interpreter's business."""
+    if params:
         try:
-            outs = trace.process_primitive(prim, tracers, params)
-        except AliasingError as e:  # a write forbidden by a view it goes through: name the writing op too
-            if prim.kind is Kind.MUTATION and not str(e).startswith(prim.name + ":"):
-                raise AliasingError(f"{prim.name}: {e}") from None
-            raise
-        if prim.view_strides is not None:
-            src = args[0]
-            _set_view_strides(prim, (tuple(src.shape), getattr(src, "_strides", None),
-                                     getattr(src, "_offset", 0)), outs, params)
+            hash(tuple(params.values()))
+        except TypeError:
+            raise _unhashable_param(prim, params) from None
+    trace = find_top_trace(args)
+    tracers = [full_raise(trace, a) for a in args] if trace.main.level else args
+    outs = trace.process_primitive(prim, tracers, params)
     return outs if prim.multiple_results else outs[0]
 
 
 Primitive.bind = bind  # `prim.bind(*args)` is `bind(prim, *args)`, with no extra call on the hot path
 
 
-def _check_writable(prim: Primitive, trace: Trace, args) -> None:
-    for i in prim.mutates:
-        a = args[i]
-        if not (isinstance(a, Tracer) and a._trace.main is trace.main):
-            raise AliasingError(
-                f"{prim.name}: in-place write to a tensor captured from outside the function being "
-                f"transformed{where()}. Pass the tensor to the function as an argument (its mutation is "
-                f"then applied to the caller's tensor), or write into a copy (`t.clone()`).")
-
-
-def _check_no_internal_overlap(prim: Primitive, args) -> None:
-    """As PyTorch: an in-place write into a tensor whose elements share memory (an expanded view, with a
-    stride of 0 on a dim of size > 1) is an error."""
-    for i in prim.mutates:
-        a = args[i]
-        strides = getattr(a, "_strides", None)
-        if strides is not None and any(s == 0 and n > 1 for s, n in zip(strides, a.shape, strict=True)):
-            raise AliasingError(
-                f"{prim.name}: unsupported operation: more than one element of the written-to tensor (shape "
-                f"{list(a.shape)}, stride {tuple(strides)}) refers to a single memory location{where()}. This "
-                f"tensor is an expanded view; call .clone() on it before writing in place.")
-
-
-def _set_view_strides(view_prim: Primitive, layout, outs, params) -> None:
-    """Record on each view output the strides PyTorch would give it (metadata for view-or-copy)."""
-    shape, strides, offset = layout
-    if strides is None:
-        strides = contiguous_strides(shape)
-    for o in outs:
-        new_strides, new_offset = view_prim.view_strides(shape, strides, offset, **params)
-        new_strides = tuple(new_strides)
-        o._strides = None if new_strides == contiguous_strides(tuple(o.shape)) else new_strides
-        o._offset = new_offset
-
-
-def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= max(d, 1)
-    return tuple(reversed(strides))
-
-
-def get_aval(x) -> ShapedArray:
-    from aotjax.core.avals import aval_of_value
-
-    aval = getattr(x, "aval", None)
-    return aval if isinstance(aval, ShapedArray) else aval_of_value(x)
+def _unhashable_param(prim: Primitive, params: dict) -> TypeError:
+    bad = []
+    for name, value in params.items():
+        try:
+            hash(value)
+        except TypeError:
+            bad.append(f"'{name}' ({type(value).__name__})")
+    return TypeError(f"{prim.name}: parameters must be hashable (they key the compile caches), but "
+                     f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not{where()}; pass a tuple instead of a "
+                     f"list, a tuple of pairs instead of a dict")

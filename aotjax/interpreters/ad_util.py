@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aotjax.core.avals import ShapedArray
+from aotjax.interpreters import hooks
 
 
 class AbstractOnly:
@@ -53,10 +54,7 @@ def instantiate(t, aval: ShapedArray | None = None):
     """`t` itself, or a real zero tensor if `t` is a symbolic `Zero`."""
     if not isinstance(t, Zero):
         return t
-    from aotjax.ops.creation import zeros  # NOTE: interpreters sit below ops; lazy import to build a value
-
-    aval = aval or t.aval
-    return zeros(*aval.shape, dtype=aval.dtype)
+    return hooks.zeros(aval or t.aval)
 
 
 def add_tangents(a, b):
@@ -65,9 +63,7 @@ def add_tangents(a, b):
         return b
     if isinstance(b, Zero):
         return a
-    from aotjax.ops.elementwise import add_p  # NOTE: lazy, see instantiate
-
-    return add_p.bind(a, b)
+    return hooks.add(a, b)
 
 
 def unbroadcast(ct, aval: ShapedArray):
@@ -78,10 +74,7 @@ def unbroadcast(ct, aval: ShapedArray):
     shape = tuple(ct.shape)
     if shape == aval.shape:
         return ct
-    from aotjax.ops.reduction import reduce_sum_p  # NOTE: lazy, see instantiate
-    from aotjax.ops.views import view_p
-
     lead = len(shape) - len(aval.shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(aval.shape) if n == 1 and shape[lead + i] != 1)
-    out = reduce_sum_p.bind(ct, axes=axes, keepdims=False) if axes else ct
-    return out if tuple(out.shape) == aval.shape else view_p.bind(out, shape=aval.shape)
+    out = hooks.reduce_sum(ct, axes) if axes else ct
+    return out if tuple(out.shape) == aval.shape else hooks.reshape(out, aval.shape)

@@ -5,6 +5,9 @@ view chain. A view primitive returns a Tensor on the same storage with a longer 
 mutation computes the new value of the written tensor and stores the new base obtained through
 the chain's inverses; a metadata mutation (`t_`) extends the tensor's own chain. Functional
 primitives run their lowering rule, compiled once per primitive and params with `jax.jit`.
+
+Importing this module installs it at level 0 of the interpreter stack and makes it the reader of
+eager values (`Tensor._read`); the op families import it, so anything that makes a tensor has it.
 """
 from __future__ import annotations
 
@@ -13,25 +16,21 @@ import functools
 import jax
 
 from aotjax.core import views
-from aotjax.core.avals import ShapedArray
+from aotjax.core.avals import get_aval
 from aotjax.core.errors import AliasingError, AotjaxError
 from aotjax.core.interpreter import Trace, install_eval_trace
 from aotjax.core.primitive import Kind, Primitive, abstract_eval
 from aotjax.core.source_info import where
-from aotjax.lowering.rules import lowering_rule
-from aotjax.tensor import Tensor
+from aotjax.interpreters.lowering import lowering_rule
+from aotjax.tensor import Tensor, record_layout, view_layout
 
 _jitted: dict = {}
 
 
 def impl(prim: Primitive, vals, params: dict):
     """Evaluate `prim`'s lowering rule on concrete values (compiled once per primitive and params)."""
-    try:
-        key = (prim, tuple(params.items()))
-        fn = _jitted.get(key)
-    except TypeError:
-        raise TypeError(f"{prim.name}: params must be hashable (use tuples, not lists); got "
-                        f"{ {k: type(v).__name__ for k, v in params.items()} }") from None
+    key = (prim, tuple(params.items()))  # NOTE: `bind` has checked that the params are hashable
+    fn = _jitted.get(key)
     if fn is None:
         make = prim.eager_impl  # NOTE: a call of an already compiled program runs that program as it is
         fn = _jitted[key] = make(**params) if make is not None else jax.jit(
@@ -43,17 +42,13 @@ def impl(prim: Primitive, vals, params: dict):
     except Exception:
         # NOTE: re-derive the error from the abstract rule, which names the op, the shapes and the
         # user's line; if the rule accepts the operands, the original error stands.
-        abstract_eval(prim, [_aval(v) for v in vals], params)
+        abstract_eval(prim, [get_aval(v) for v in vals], params)
         raise
 
 
 def apply(prim: Primitive, *vals, **params):
     """`views.Apply` over concrete arrays."""
     return impl(prim, vals, params)
-
-
-def _aval(v) -> ShapedArray:
-    return ShapedArray(getattr(v, "shape", ()), getattr(v, "dtype", None) or jax.numpy.asarray(v).dtype)
 
 
 def read(x):
@@ -70,6 +65,9 @@ def read(x):
     val = views.apply_chain(apply, storage.base, chain)
     x._cache = (storage.version, val)
     return val
+
+
+Tensor._read = read  # eager evaluation owns reading a tensor's value
 
 
 def write(t: Tensor, new_value) -> None:
@@ -101,6 +99,8 @@ class EvalTrace(Trace):
             out = impl(prim, [read(a) for a in args], params)
             if prim.multiple_results:
                 return [Tensor._wrap(o) for o in out]
+            if prim.view_strides is not None:  # NOTE: `clone` keeps its operand's memory order
+                return record_layout(prim, args, [Tensor._wrap(out)], params)
             return [Tensor._wrap(out)]
         if kind is Kind.VIEW:
             return [self._view(prim, args, params)]
@@ -112,21 +112,19 @@ class EvalTrace(Trace):
         written = [args[i] for i in prim.mutates]
         for t, v in zip(written, new_values):
             if v.shape != t.shape:  # an in-place op cannot broadcast its result: let the rule say so
-                abstract_eval(prim, [_aval(read(a)) for a in args], params)
+                abstract_eval(prim, [get_aval(read(a)) for a in args], params)
             write(t, v)
         return written
 
     def _view(self, prim, args, params):
         x = _as_tensor(args[0])
-        (aval,) = abstract_eval(prim, [x.aval, *(_aval(read(a)) for a in args[1:])], params)
-        return Tensor._view_of(x, views.ViewStep.make(prim, params), aval)
+        (aval,) = abstract_eval(prim, [x.aval, *(get_aval(read(a)) for a in args[1:])], params)
+        step = views.ViewStep.make(prim, params)
+        return Tensor._view_of(x, step, aval, *view_layout(prim, x, aval.shape, params))
 
     def _metadata_mutation(self, prim, x, params):
         (aval,) = abstract_eval(prim.metadata_view, [x.aval], params)
-        x._chain = x._chain + (views.ViewStep.make(prim.metadata_view, params),)
-        x._aval = aval
-        x._cache = None
-        return x
+        return x._review(prim.metadata_view, params, aval)
 
 
 install_eval_trace(EvalTrace)

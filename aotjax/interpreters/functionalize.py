@@ -15,15 +15,13 @@ tensors too, so writing into them works); it binds everything it computes `below
 from __future__ import annotations
 
 from aotjax.core import views
+from aotjax.core.avals import get_aval
 from aotjax.core.errors import AliasingError, UnsupportedError
-from aotjax.core.interpreter import Trace, Tracer, below
+from aotjax.core.interpreter import Trace, Tracer, below, bind
 from aotjax.core.primitive import Kind, abstract_eval
 from aotjax.core.source_info import where
-from aotjax.tensor import Tensor
-
-
-def _bind(prim, *args, **params):
-    return prim.bind(*args, **params)
+from aotjax.interpreters import hooks
+from aotjax.tensor import Tensor, record_layout, view_layout
 
 
 class FunctionalStorage:
@@ -48,12 +46,7 @@ class FunctionalTensor(Tracer, Tensor):
     def __init__(self, trace: "FunctionalizeTrace", storage: FunctionalStorage, chain, aval,
                  strides=None, offset: int = 0):
         self._trace = trace
-        self._storage = storage
-        self._chain = chain
-        self._aval = aval
-        self._strides = strides
-        self._offset = offset
-        self._cache = None
+        self._init_slots(aval, strides, offset, storage, chain)
 
 
 def current_value(t: FunctionalTensor):
@@ -64,7 +57,7 @@ def current_value(t: FunctionalTensor):
     cache = t._cache
     if cache is not None and cache[0] == storage.version:
         return cache[1]
-    val = views.apply_chain(_bind, storage.base, t._chain)
+    val = views.apply_chain(bind, storage.base, t._chain)
     t._cache = (storage.version, val)
     return val
 
@@ -73,7 +66,7 @@ def write(t: FunctionalTensor, new_value, chain_vals: list | None = None) -> Non
     """Make `new_value` the value of `t`: the base becomes the write through `t`'s chain (whose
     intermediates `chain_vals` may already be known)."""
     storage = t._storage
-    storage.base = (views.write_through(_bind, storage.base, t._chain, new_value, chain_vals) if t._chain
+    storage.base = (views.write_through(bind, storage.base, t._chain, new_value, chain_vals) if t._chain
                     else new_value)
     storage.version += 1
 
@@ -81,7 +74,7 @@ def write(t: FunctionalTensor, new_value, chain_vals: list | None = None) -> Non
 class FunctionalizeTrace(Trace):
     def new_tensor(self, base, origin=None, chain=(), aval=None, strides=None, offset: int = 0):
         """A functional tensor over a new storage holding `base` (a value of the levels below)."""
-        aval = aval if aval is not None else _aval_of(base)
+        aval = aval if aval is not None else get_aval(base)
         return FunctionalTensor(self, FunctionalStorage(base, origin), chain, aval, strides, offset)
 
     def pure(self, val):
@@ -96,11 +89,13 @@ class FunctionalizeTrace(Trace):
             kind = prim.kind
             if kind is Kind.FUNCTIONAL:
                 outs = prim.bind(*map(_read, tracers), **params)
-                return [self.new_tensor(o) for o in (outs if prim.multiple_results else [outs])]
+                outs = [self.new_tensor(o) for o in (outs if prim.multiple_results else [outs])]
+                return record_layout(prim, tracers, outs, params)  # NOTE: `clone` keeps the memory order
             if kind is Kind.VIEW:
                 x = tracers[0]
-                (aval,) = abstract_eval(prim, [_aval_of(t) for t in tracers], params)
-                return [FunctionalTensor(self, x._storage, x._chain + (views.ViewStep.make(prim, params),), aval)]
+                (aval,) = abstract_eval(prim, [get_aval(t) for t in tracers], params)
+                chain = x._chain + (views.ViewStep.make(prim, params),)
+                return [FunctionalTensor(self, x._storage, chain, aval, *view_layout(prim, x, aval.shape, params))]
             if prim.metadata_view is not None:
                 return [self._metadata_mutation(prim, tracers[0], params)]
             return self._data_mutation(prim, tracers, params)
@@ -108,28 +103,23 @@ class FunctionalizeTrace(Trace):
     def _metadata_mutation(self, prim, x: FunctionalTensor, params):
         _check_mutable(prim, x)
         (aval,) = abstract_eval(prim.metadata_view, [x.aval], params)
-        x._chain = x._chain + (views.ViewStep.make(prim.metadata_view, params),)
-        x._aval = aval
-        x._cache = None
-        return x
+        return x._review(prim.metadata_view, params, aval)
 
     def _data_mutation(self, prim, tracers, params):
         if prim.functional is None:
             raise UnsupportedError(f"functionalize: the in-place primitive '{prim.name}' declares no pure "
                                    f"counterpart (`functional`), so it cannot be functionalized{where()}")
-        abstract_eval(prim, [_aval_of(t) for t in tracers], params)  # shape errors name the in-place op
+        abstract_eval(prim, [get_aval(t) for t in tracers], params)  # shape errors name the in-place op
         written = [tracers[i] for i in prim.mutates]
         for t in written:
             _check_mutable(prim, t)
         # NOTE: a written view is read once; its intermediates serve the write back through the chain.
-        chain_vals = {id(t): views.chain_values(_bind, t._storage.base, t._chain) for t in written if t._chain}
+        chain_vals = {id(t): views.chain_values(bind, t._storage.base, t._chain) for t in written if t._chain}
         operands = [chain_vals[id(t)][-1] if id(t) in chain_vals else _read(t) for t in tracers]
         new = prim.functional.bind(*operands, **params)
         for t, v in zip(written, new if len(written) > 1 else [new], strict=True):
             if v.dtype != t.dtype:  # NOTE: in-place ops cast their result to the written tensor's dtype
-                from aotjax.ops._frontend import convert  # NOTE: interpreters sit below ops; lazy import
-
-                v = convert(v, t.dtype)
+                v = hooks.convert(v, t.dtype)
             write(t, v, chain_vals.get(id(t)))
         return written
 
@@ -144,9 +134,3 @@ def _check_mutable(prim, t: FunctionalTensor) -> None:
 
 def _read(x):
     return current_value(x) if isinstance(x, FunctionalTensor) else x
-
-
-def _aval_of(x):
-    from aotjax.core.interpreter import get_aval
-
-    return get_aval(x)

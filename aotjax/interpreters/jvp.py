@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol, Sequence
 
-import numpy as np
-
-from aotjax.core.avals import ShapedArray, aval_of_value
+from aotjax.core.avals import PYTHON_SCALARS, ShapedArray, get_aval, scalar_literal
 from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
 from aotjax.core.interpreter import Trace, Tracer, full_raise, new_main, rules_of
 from aotjax.core.primitive import Kind, Primitive
 from aotjax.core.source_info import where
+from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate, is_differentiable
 from aotjax.tensor import Tensor
 
@@ -47,28 +46,6 @@ class JvpRule(Protocol):
 jvp_rules: dict[Primitive, JvpRule] = {}
 
 
-def _aval_of(x) -> ShapedArray:
-    aval = getattr(x, "aval", None)
-    if isinstance(aval, ShapedArray):
-        return aval
-    if isinstance(x, (bool, int, float, complex)):
-        return aval_of_value(_scalar(x))
-    return aval_of_value(x)
-
-
-def _scalar(x):
-    """A Python scalar as the NumPy scalar it is traced as (a float is float32, as in the trace interpreter)."""
-    if type(x) is float:
-        return np.float32(x)
-    if isinstance(x, bool):
-        return np.bool_(x)
-    if isinstance(x, int):
-        from aotjax.ops.promotion import default_int_dtype  # NOTE: interpreters sit below ops
-
-        return default_int_dtype().type(x)
-    return np.asarray(x)[()]
-
-
 class JVPTracer(Tracer, Tensor):
     __slots__ = ("_trace", "primal", "tangent")
 
@@ -76,19 +53,15 @@ class JVPTracer(Tracer, Tensor):
         self._trace = trace
         self.primal = primal
         self.tangent = tangent
-        self._aval = _aval_of(primal)
-        self._strides = getattr(primal, "_strides", None)
-        self._offset = getattr(primal, "_offset", 0)
-        self._storage = None
-        self._chain = ()
-        self._cache = None
+        # NOTE: the primal's layout: the level below recorded it when it computed the primal.
+        self._init_slots(get_aval(primal), getattr(primal, "_strides", None), getattr(primal, "_offset", 0))
 
 
 class JVPTrace(Trace):
     def pure(self, val):
-        if isinstance(val, (bool, int, float, complex)):
-            val = _scalar(val)
-        return JVPTracer(self, val, Zero(_aval_of(val)))
+        if isinstance(val, PYTHON_SCALARS):
+            val = scalar_literal(val)
+        return JVPTracer(self, val, Zero(get_aval(val)))
 
     lift = pure
 
@@ -107,7 +80,7 @@ class JVPTrace(Trace):
 
 
 def _output_tangent(primal, tangent):
-    aval = _aval_of(primal)
+    aval = get_aval(primal)
     if not is_differentiable(aval.dtype):
         return Zero(aval)
     return tangent
@@ -140,13 +113,11 @@ def jvp_flat(fun: Callable[..., list], primals: list, tangents: list) -> tuple[l
 
 
 def _input_tangent(i: int, primal, tangent):
-    aval = _aval_of(primal)
+    aval = get_aval(primal)
     if tangent is None or isinstance(tangent, Zero) or not is_differentiable(aval.dtype):
         return Zero(aval)
     if not isinstance(tangent, Tensor):
-        from aotjax.ops._frontend import as_tensor  # NOTE: interpreters sit below ops
-
-        tangent = as_tensor(tangent)
+        tangent = hooks.as_tensor(tangent)
     if tuple(tangent.shape) != aval.shape:
         raise ShapeError(f"jvp: tangent {i} has shape {list(tangent.shape)} but its primal has shape "
                          f"{list(aval.shape)}{where()}; a tangent must have its primal's shape")
@@ -168,9 +139,7 @@ def broadcast_tangent(t, aval: ShapedArray):
         return Zero(aval)
     if tuple(t.shape) == aval.shape:
         return t
-    from aotjax.ops.views import expand_p  # NOTE: interpreters sit below ops
-
-    return expand_p.bind(t, shape=aval.shape)
+    return hooks.expand(t, aval.shape)
 
 
 def sum_tangents(out_aval: ShapedArray, contributions) -> Any:
@@ -189,7 +158,7 @@ def defjvp(prim: Primitive, *jvp_fns: Callable | None) -> None:
         out = prim.bind(*primals, **params)
         contributions = (fn(t, *primals, **params) for fn, t in zip(jvp_fns, tangents)
                          if fn is not None and not isinstance(t, Zero))
-        return [out], [sum_tangents(_aval_of(out), contributions)]
+        return [out], [sum_tangents(get_aval(out), contributions)]
     jvp_rules[prim] = rule
 
 
@@ -200,7 +169,7 @@ def defjvp2(prim: Primitive, *jvp_fns: Callable | None) -> None:
         out = prim.bind(*primals, **params)
         contributions = (fn(t, out, *primals, **params) for fn, t in zip(jvp_fns, tangents)
                          if fn is not None and not isinstance(t, Zero))
-        return [out], [sum_tangents(_aval_of(out), contributions)]
+        return [out], [sum_tangents(get_aval(out), contributions)]
     jvp_rules[prim] = rule
 
 
@@ -213,7 +182,7 @@ def deflinear(prim: Primitive, argnums: Sequence[int] | None = None) -> None:
         outs = out if prim.multiple_results else [out]
         linear = range(len(primals)) if argnums is None else argnums
         if all(isinstance(tangents[i], Zero) for i in linear):
-            return outs, [Zero(_aval_of(o)) for o in outs]
+            return outs, [Zero(get_aval(o)) for o in outs]
         operands = [instantiate(tangents[i]) if i in linear else p for i, p in enumerate(primals)]
         t_out = prim.bind(*operands, **params)
         return outs, t_out if prim.multiple_results else [t_out]
@@ -226,5 +195,5 @@ def defjvp_zero(prim: Primitive) -> None:
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
         outs = out if prim.multiple_results else [out]
-        return outs, [Zero(_aval_of(o)) for o in outs]
+        return outs, [Zero(get_aval(o)) for o in outs]
     jvp_rules[prim] = rule

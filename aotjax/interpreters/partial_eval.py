@@ -25,16 +25,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Protocol, Sequence
 
-import numpy as np
-
-from aotjax.core.avals import ShapedArray, aval_of_value
+from aotjax.core.avals import ShapedArray, aval_of_value, get_aval, scalar_literal
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.interpreter import Trace, Tracer, below, full_raise, new_main
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, JaxprMeta, Literal, Var, dce
 from aotjax.core.primitive import Kind, Primitive, abstract_eval
 from aotjax.core.source_info import SourceInfo, user_source_info, where
 from aotjax.core.typecheck import typecheck, typecheck_enabled
-from aotjax.tensor import Tensor
+from aotjax.tensor import Tensor, record_layout
 
 __all__ = ["PartialVal", "PartialEvalTracer", "PartialEvalTrace", "PartialEvalRule", "partial_eval_rules",
            "ResidualSource", "partial_eval_flat"]
@@ -50,7 +48,7 @@ class PartialVal:
 
     @classmethod
     def known(cls, val) -> "PartialVal":
-        return cls(_aval_of(val), val)
+        return cls(get_aval(val), val)
 
     @classmethod
     def unknown(cls, aval: ShapedArray) -> "PartialVal":
@@ -72,22 +70,11 @@ class ResidualSource(NamedTuple):
 
 
 def _literal_value(val):
-    """`val` as the NumPy scalar it is inlined as (a Python float is float32, as in the trace
-    interpreter), or None if it is not a scalar constant."""
-    if isinstance(val, (bool, int, float, complex, np.generic)) or (isinstance(val, np.ndarray) and val.ndim == 0):
-        arr = np.asarray(val)
-        return (arr.astype(np.float32) if type(val) is float else arr)[()]
+    """`val` as the NumPy scalar it is inlined as (`scalar_literal`, as in the trace interpreter), or None
+    if it is not a scalar constant."""
     if type(val) is Tensor and not val.shape:  # NOTE: a concrete 0-d tensor (a rule's scalar operand)
-        return np.asarray(val)[()]
-    return None
-
-
-def _aval_of(val) -> ShapedArray:
-    aval = getattr(val, "aval", None)
-    if isinstance(aval, ShapedArray):
-        return aval
-    lit = _literal_value(val)
-    return aval_of_value(val if lit is None else lit)
+        return val.numpy()[()]
+    return scalar_literal(val)
 
 
 class PartialEvalTracer(Tracer, Tensor):
@@ -102,12 +89,8 @@ class PartialEvalTracer(Tracer, Tensor):
         self.pval = pval
         self.var = var
         self.source = source
-        self._aval = pval.aval
-        self._strides = getattr(pval.const, "_strides", None)
-        self._offset = getattr(pval.const, "_offset", 0)
-        self._storage = None
-        self._chain = ()
-        self._cache = None
+        # NOTE: a known value's layout: the level below recorded it when it computed the value.
+        self._init_slots(pval.aval, getattr(pval.const, "_strides", None), getattr(pval.const, "_offset", 0))
 
 
 class _UnknownBuilder:
@@ -212,6 +195,7 @@ class PartialEvalTrace(Trace):
             for t in written:
                 t.pval = PartialVal.known(t.pval.const)
                 t._aval = t.pval.aval
+                t._strides, t._offset = getattr(t.pval.const, "_strides", None), getattr(t.pval.const, "_offset", 0)
             return written
         source = ResidualSource(prim.name, user_source_info(), None if tracers else (prim, dict(params)))
         return [self.known(o, source) for o in (outs if prim.multiple_results else [outs])]
@@ -222,7 +206,8 @@ class PartialEvalTrace(Trace):
         inputs = [self.builder.atom(t) for t in tracers]
         outvars = [Var(a) for a in avals_out]
         self.builder.eqns.append(Eqn(prim, inputs, outvars, dict(params), user_source_info()))
-        return [PartialEvalTracer(self, PartialVal.unknown(v.aval), v) for v in outvars]
+        return record_layout(prim, tracers, [PartialEvalTracer(self, PartialVal.unknown(v.aval), v) for v in outvars],
+                             params)
 
 
 def partial_eval_flat(fun: Callable[..., Sequence], pvals_in: Sequence[PartialVal],

@@ -7,15 +7,14 @@ traced function's writes into its arguments.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from aotjax.core.avals import ShapedArray, aval_of_value
+from aotjax.core.avals import ShapedArray, aval_of_value, scalar_literal
 from aotjax.core.interpreter import Trace, Tracer, full_raise, new_main
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from aotjax.core.primitive import Kind, abstract_eval
 from aotjax.core.source_info import user_source_info
 from aotjax.core.typecheck import typecheck, typecheck_enabled
-from aotjax.tensor import Tensor
+from aotjax.interpreters.eval import read
+from aotjax.tensor import Tensor, record_layout, view_layout
 
 
 class JaxprTracer(Tracer, Tensor):
@@ -24,12 +23,7 @@ class JaxprTracer(Tracer, Tensor):
     def __init__(self, trace: "JaxprTrace", atom, strides=None, offset: int = 0):
         self._trace = trace
         self._var = atom
-        self._aval = atom.aval
-        self._strides = strides
-        self._offset = offset
-        self._storage = None
-        self._chain = ()
-        self._cache = None
+        self._init_slots(atom.aval, strides, offset)
 
 
 class JaxprBuilder:
@@ -64,16 +58,11 @@ class JaxprTrace(Trace):
         return self.main.global_data
 
     def pure(self, val):
-        if isinstance(val, Tensor):
-            from aotjax.interpreters.eval import read  # NOTE: eager value captured as a constant
-
+        if isinstance(val, Tensor):  # NOTE: an eager value captured as a constant
             return self.builder.const(self, read(val), val.aval, val._strides, val._offset)
-        if isinstance(val, (bool, int, float, complex, np.generic)) or (
-                isinstance(val, np.ndarray) and val.ndim == 0):
-            arr = np.asarray(val)
-            if type(val) is float:  # NOTE: np.float64 subclasses float but keeps its dtype
-                arr = arr.astype(np.float32)
-            return JaxprTracer(self, Literal(arr[()], aval_of_value(arr)))
+        lit = scalar_literal(val)
+        if lit is not None:
+            return JaxprTracer(self, Literal(lit, aval_of_value(lit)))
         return self.builder.const(self, val, aval_of_value(val))
 
     def lift(self, tracer):
@@ -85,11 +74,14 @@ class JaxprTrace(Trace):
         self.builder.eqns.append(Eqn(prim, [t._var for t in tracers], outvars, dict(params), user_source_info()))
         if prim.kind is Kind.MUTATION:
             written = [tracers[i] for i in prim.mutates]
+            if prim.metadata_view is not None:
+                t = written[0]
+                t._strides, t._offset = view_layout(prim.metadata_view, t, avals_out[0].shape, params)
             for t, v in zip(written, outvars):
                 t._var = v
                 t._aval = v.aval
             return written
-        return [JaxprTracer(self, v) for v in outvars]
+        return record_layout(prim, tracers, [JaxprTracer(self, v) for v in outvars], params)
 
 
 def trace_flat(fun, avals) -> ClosedJaxpr:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
-from aotjax.core.avals import ShapedArray
-from aotjax.core.interpreter import bind, get_aval
+from aotjax.core.avals import ShapedArray, get_aval
+from aotjax.core.interpreter import bind
 from aotjax.core.ir import ClosedJaxpr, Jaxpr, Literal
 from aotjax.core.primitive import Primitive
 from aotjax.core.source_info import source_info_of

@@ -1,6 +1,6 @@
 """Lowering a jaxpr: to a plain `jax` function (`to_jax`) and through XLA to an executable (`compile`).
 
-Each equation runs its primitive's lowering rule (`aotjax.lowering.rules`) on `jax` values, so the
+Each equation runs its primitive's lowering rule (`aotjax.interpreters.lowering`) on `jax` values, so the
 function built here can be traced by `jax.jit`, `jax.grad` and `jax.vmap` like any jax code. Only
 programs without writes lower: a view equation then simply computes the view's value, but a
 mutation equation needs functionalization first (the jaxpr as written has reference semantics).
@@ -10,7 +10,7 @@ lowering rules evaluate those with `eval_jaxpr_jax`, and `check_lowerable` alrea
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -18,9 +18,11 @@ import numpy as np
 
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import UnsupportedError
-from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr
 from aotjax.core.primitive import Kind
-from aotjax.lowering.rules import lowering_rule
+from aotjax.interpreters.eval import read
+from aotjax.interpreters.lowering import eval_jaxpr_jax
+from aotjax.tensor import Tensor
 
 __all__ = ["to_jax", "compile", "Compiled", "eval_jaxpr_jax", "check_lowerable", "flat_function", "avals_to_structs"]
 
@@ -51,50 +53,15 @@ def check_lowerable(jaxpr: Jaxpr | ClosedJaxpr, what: str = "to_jax") -> None:
             check_lowerable(sub, what)
 
 
-# -- evaluation on jax values ------------------------------------------------------------------
-def _literal_value(lit: Literal):
-    return jnp.asarray(lit.val, dtype=lit.aval.dtype)
-
-
-def eval_jaxpr_jax(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
-    """Evaluate `jaxpr` on `jax` values (arrays or jax tracers) with each primitive's lowering rule;
-    returns the list of outputs. Assumes `check_lowerable(jaxpr)` passed.
-
-    Higher-order primitives call this on the sub-jaxprs in their params from their lowering rule."""
-    env: dict = {}
-
-    def read(a):
-        return _literal_value(a) if isinstance(a, Literal) else env[a]
-
-    for v, x in zip(jaxpr.constvars, consts, strict=True):
-        env[v] = x
-    for v, x in zip(jaxpr.invars, args, strict=True):
-        env[v] = x
-    for eqn in jaxpr.eqns:
-        out = lowering_rule(eqn.primitive)(*map(read, eqn.inputs), **eqn.params)
-        outs = out if eqn.primitive.multiple_results else (out,)
-        for v, x in zip(eqn.outputs, outs, strict=True):
-            env[v] = x
-    return [read(a) for a in jaxpr.outvars]
-
-
 def _const_value(c):
-    from aotjax.tensor import Tensor  # NOTE: lowering sits above the frontend; lazy keeps core imports light
-
     if isinstance(c, Tensor):
-        from aotjax.interpreters.eval import read
-
         return read(c)
     return c
 
 
 def _flat_input(x, aval: ShapedArray, i: int, what: str):
     """A leaf of the user's arguments as a jax value of the jaxpr's input type (Tensors are read)."""
-    from aotjax.tensor import Tensor
-
     if isinstance(x, Tensor):
-        from aotjax.interpreters.eval import read
-
         x = read(x)
     if isinstance(x, (bool, int, float, complex)):
         return jnp.asarray(x, dtype=aval.dtype)
@@ -202,8 +169,6 @@ class Compiled:
         self._executable = executable
 
     def __call__(self, *args, **kwargs):
-        from aotjax.tensor import Tensor
-
         flat = _flatten_args(self.jaxpr, args, kwargs, "Compiled")
         leaves = list(args) if self.jaxpr.in_tree is None else jax.tree_util.tree_leaves((list(args), kwargs))
         for i in self.donated:

@@ -4,6 +4,7 @@
 >>> F.softmax(aotjax.tensor([1.0, 1.0]), dim=-1)
 tensor([0.5, 0.5])
 """
+from aotjax import ops
 from aotjax.ops.nn import (  # noqa: F401
     FUNCTIONAL,
     cross_entropy,
@@ -25,7 +26,5 @@ _ACTIVATIONS = ("relu", "gelu", "silu", "sigmoid", "tanh")
 
 def __getattr__(name: str):
     if name in _ACTIVATIONS:
-        from aotjax import ops
-
         return getattr(ops, name)
     raise AttributeError(f"module 'aotjax.nn.functional' has no attribute {name!r}")

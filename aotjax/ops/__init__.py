@@ -1,17 +1,31 @@
 """Primitives grouped by family. Each family module defines its primitives with every rule beside
-them, and the user-facing op functions (which are also Tensor methods)."""
-from aotjax.ops import (  # noqa: F401
-    custom_derivatives,  # noqa: F401  (registers the custom_jvp/custom_vjp primitives)
+them, and the user-facing op functions (most are also Tensor methods, which the family installs)."""
+from aotjax.ops import (
+    _frontend,
+    creation,
+    custom_derivatives,  # registers the custom_jvp/custom_vjp primitives
+    elementwise,
+    indexing,
+    linalg,
+    nn,
     random,
+    reduction,
     remat,
+    shape,
+    views,
 )
-from aotjax.ops._frontend import *  # noqa: F401,F403
-from aotjax.ops.creation import *  # noqa: F401,F403
-from aotjax.ops.elementwise import *  # noqa: F401,F403
-from aotjax.ops.indexing import *  # noqa: F401,F403
-from aotjax.ops.linalg import *  # noqa: F401,F403
-from aotjax.ops.nn import *  # noqa: F401,F403
-from aotjax.ops.promotion import default_float_dtype, default_int_dtype, result_type  # noqa: F401
-from aotjax.ops.reduction import *  # noqa: F401,F403
-from aotjax.ops.shape import *  # noqa: F401,F403
-from aotjax.ops.views import *  # noqa: F401,F403
+from aotjax.ops._frontend import *  # noqa: F403
+from aotjax.ops.creation import *  # noqa: F403
+from aotjax.ops.elementwise import *  # noqa: F403
+from aotjax.ops.indexing import *  # noqa: F403
+from aotjax.ops.linalg import *  # noqa: F403
+from aotjax.ops.nn import *  # noqa: F403
+from aotjax.ops.promotion import default_float_dtype, default_int_dtype, result_type
+from aotjax.ops.reduction import *  # noqa: F403
+from aotjax.ops.shape import *  # noqa: F403
+from aotjax.ops.views import *  # noqa: F403
+
+# NOTE: what `from aotjax.ops import *` gives: the op functions, not the family modules (so that the
+# `aotjax.ops.nn` module never shadows the `aotjax.nn` package, whatever the import order).
+__all__ = [name for family in (_frontend, creation, elementwise, indexing, linalg, nn, reduction, shape, views)
+           for name in family.__all__] + ["random", "default_float_dtype", "default_int_dtype", "result_type"]

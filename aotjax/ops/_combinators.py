@@ -12,7 +12,7 @@ import numpy as np
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.primitive import FlopsRule, Kind, Primitive, Recompute, output_size_flops
-from aotjax.lowering.rules import lowering_rules, register_lowering
+from aotjax.interpreters.lowering import lowering_rules, register_lowering
 
 
 def standard_primitive(name: str, shape_rule: Callable | None, dtype_rule: Callable | None, lower: Callable,

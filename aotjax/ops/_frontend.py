@@ -1,4 +1,5 @@
-"""Helpers shared by the op functions: operand conversion, dtype promotion, dim and shape arguments."""
+"""Helpers shared by the op functions: operand conversion, dtype promotion, dim and shape arguments,
+and `bind_inplace`, the one way in-place ops bind their primitives (PyTorch's write checks)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -6,28 +7,22 @@ from typing import Sequence
 import jax
 import numpy as np
 
-from aotjax.core.avals import canonicalize_dtype
-from aotjax.core.errors import DTypeError, ShapeError
-from aotjax.core.interpreter import bind
+import aotjax.interpreters.eval  # noqa: F401  (installs eager evaluation, which every op needs)
+from aotjax.core.avals import PYTHON_SCALARS, canonicalize_dtype, default_float_dtype, default_int_dtype
+from aotjax.core.errors import AliasingError, DTypeError
+from aotjax.core.interpreter import Trace, Tracer, find_top_trace
+from aotjax.core.primitive import Primitive
 from aotjax.core.source_info import where
-from aotjax.ops.promotion import _PY_SCALARS, result_type
-from aotjax.tensor import Tensor
+from aotjax.interpreters import hooks
+from aotjax.ops.promotion import result_type
+from aotjax.tensor import Tensor, canonical_dim
 
 __all__ = ["canonical_dim", "canonical_dims", "normalize_shape", "as_tensor", "promote", "convert", "to_dtype",
            "is_scalar"]
 
 
 def is_scalar(x) -> bool:
-    return isinstance(x, _PY_SCALARS)
-
-
-def canonical_dim(dim: int, ndim: int, op: str = "") -> int:
-    """`dim` in [0, ndim) (negative dims count from the end); an IndexError naming `op` if out of range."""
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"{op or 'dim'}: dimension {dim} is out of range for a tensor of {ndim} dimensions "
-                         f"(expected in [{-n}, {n - 1}]){where()}")
-    return dim % n
+    return isinstance(x, PYTHON_SCALARS)
 
 
 def canonical_dims(dims, ndim: int, op: str = "") -> tuple[int, ...]:
@@ -50,21 +45,20 @@ def as_tensor(x) -> Tensor:
     """`x` if it is a Tensor, else a new Tensor holding it (jax arrays are not copied)."""
     if isinstance(x, Tensor):
         return x
-    from aotjax.ops.creation import tensor
+    from aotjax.ops.creation import tensor  # NOTE: creation imports this module
 
     return tensor(x)
+
+
+hooks.as_tensor = as_tensor
 
 
 def to_dtype(dtype, op: str = "") -> np.dtype:
     """A canonical numpy dtype from a dtype-like (`aotjax.float32`, `'float32'`, `np.int8`, `float`);
     a DTypeError naming `op` for anything else."""
     if dtype is float:
-        from aotjax.ops.promotion import default_float_dtype
-
         return default_float_dtype()
     if dtype is int:
-        from aotjax.ops.promotion import default_int_dtype
-
         return default_int_dtype()
     if dtype is bool:
         return np.dtype(np.bool_)
@@ -78,11 +72,14 @@ def to_dtype(dtype, op: str = "") -> np.dtype:
 
 def convert(x, dtype):
     """`x` converted to `dtype` (`x` itself if it already has it)."""
-    from aotjax.ops.elementwise import convert_element_type_p
+    from aotjax.ops.elementwise import convert_element_type_p  # NOTE: elementwise imports this module
 
     if x.dtype == dtype:
         return x
-    return bind(convert_element_type_p, x, new_dtype=np.dtype(dtype))
+    return convert_element_type_p.bind(x, new_dtype=np.dtype(dtype))
+
+
+hooks.convert = convert
 
 
 def promote(*operands, dtype=None):
@@ -103,6 +100,54 @@ def promote(*operands, dtype=None):
     return out
 
 
-def check_shape(op: str, ok: bool, message: str) -> None:
-    if not ok:
-        raise ShapeError(f"{op}: {message}{where()}")
+# -- in-place ops --------------------------------------------------------------------------------
+def bind_inplace(prim: Primitive, *args, **params):
+    """Bind the in-place primitive `prim` (a data or a metadata mutation) after the checks PyTorch makes
+    on a write: every in-place op goes through here, so they hold under every transform. A write into a
+    tensor captured from outside the function being transformed raises (it must be an argument, so that
+    the boundary can apply the write to the caller), as does a data write into an expanded view. An
+    AliasingError raised by the write (through a view that cannot be written) is prefixed with `prim`.
+    A functional `prim` is simply bound (for helpers shared by an op and its in-place form).
+
+    >>> from aotjax.ops.indexing import fill__p
+    >>> x = aotjax.zeros(3)
+    >>> bind_inplace(fill__p, x, np.float32(2)) is x
+    True
+    """
+    if not prim.mutates:
+        return prim.bind(*args, **params)
+    trace = find_top_trace(args)
+    if trace.main.level:
+        _check_writable(prim, trace, args)
+    if prim.metadata_view is not None:
+        return prim.bind(*args, **params)
+    _check_no_internal_overlap(prim, args)
+    try:
+        return prim.bind(*args, **params)
+    except AliasingError as e:
+        if not str(e).startswith(prim.name + ":"):
+            raise AliasingError(f"{prim.name}: {e}") from None
+        raise
+
+
+def _check_writable(prim: Primitive, trace: Trace, args) -> None:
+    for i in prim.mutates:
+        a = args[i]
+        if not (isinstance(a, Tracer) and a._trace.main is trace.main):
+            raise AliasingError(
+                f"{prim.name}: in-place write to a tensor captured from outside the function being "
+                f"transformed{where()}. Pass the tensor to the function as an argument (its mutation is "
+                f"then applied to the caller's tensor), or write into a copy (`t.clone()`).")
+
+
+def _check_no_internal_overlap(prim: Primitive, args) -> None:
+    """As PyTorch: an in-place write into a tensor whose elements share memory (an expanded view, with a
+    stride of 0 on a dim of size > 1) is an error."""
+    for i in prim.mutates:
+        a = args[i]
+        strides = getattr(a, "_strides", None)
+        if strides is not None and any(s == 0 and n > 1 for s, n in zip(strides, a.shape, strict=True)):
+            raise AliasingError(
+                f"{prim.name}: unsupported operation: more than one element of the written-to tensor (shape "
+                f"{list(a.shape)}, stride {tuple(strides)}) refers to a single memory location{where()}. This "
+                f"tensor is an expanded view; call .clone() on it before writing in place.")

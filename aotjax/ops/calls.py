@@ -15,19 +15,17 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Protocol, Sequence
 
-from aotjax.core.avals import ShapedArray
+from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
-from aotjax.core.interpreter import get_aval
 from aotjax.core.ir import ClosedJaxpr
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero, instantiate
 from aotjax.interpreters.jvp import jvp_flat, jvp_rules
+from aotjax.interpreters.lowering import eval_jaxpr_jax, register_lowering
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
-from aotjax.lowering.rules import register_lowering
-from aotjax.lowering.to_jax import eval_jaxpr_jax
 
 __all__ = ["Program", "AotEntry", "AotVJP", "compiled_call_p", "aot_call_p", "aot_lin_p"]
 

@@ -10,15 +10,18 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from aotjax.core.avals import python_scalar_dtype
 from aotjax.core.errors import ConcretizationError, ShapeError
 from aotjax.core.interpreter import Tracer
 from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.core.source_info import where
+from aotjax.interpreters import hooks
+from aotjax.interpreters.eval import read
 from aotjax.interpreters.jvp import defjvp_zero
 from aotjax.ops._combinators import standard_primitive
-from aotjax.ops._frontend import to_dtype
+from aotjax.ops._frontend import convert, to_dtype
 from aotjax.ops.promotion import category, default_float_dtype, default_int_dtype, is_float
-from aotjax.tensor import Tensor
+from aotjax.tensor import Tensor, method
 
 __all__ = ["tensor", "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "zeros_like", "ones_like",
            "full_like", "empty_like"]
@@ -68,17 +71,6 @@ def _python_scalar(op: str, x):
     return x
 
 
-def _scalar_dtype(x) -> np.dtype:
-    """The dtype PyTorch gives a Python number: bool, the default int, float32, complex64."""
-    if isinstance(x, bool):
-        return np.dtype(np.bool_)
-    if isinstance(x, int):
-        return default_int_dtype()
-    if isinstance(x, float):
-        return default_float_dtype()
-    return np.dtype(np.complex64)
-
-
 _NAN = float("nan")
 
 
@@ -119,12 +111,8 @@ def tensor(data, dtype=None) -> Tensor:
     """
     dt = _dtype("tensor", dtype)
     if isinstance(data, Tensor):
-        from aotjax.ops._frontend import convert
-
         if isinstance(data, Tracer):  # a traced tensor: a copy is a new value of the same program
             return convert(data, dt) if dt is not None and dt != data.dtype else data.clone()
-        from aotjax.interpreters.eval import read  # NOTE: eval sits above ops; only eager values here
-
         data = read(data)
         return Tensor._wrap(jnp.array(data, dtype=dt, copy=True))
     if isinstance(data, jax.Array) and not isinstance(data, jax.core.Tracer):
@@ -141,6 +129,19 @@ def tensor(data, dtype=None) -> Tensor:
     if dt is None:
         dt = to_dtype(_infer_dtype(data, arr))
     return Tensor._wrap(jnp.asarray(arr, dtype=dt))
+
+
+def _init_from_data(self, data, dtype=None):
+    """`aotjax.Tensor(data, dtype)` is `aotjax.tensor(data, dtype)`.
+
+    >>> aotjax.Tensor([1.0, 2.0])
+    tensor([1., 2.])
+    """
+    t = tensor(data, dtype=dtype)
+    self._init_slots(t._aval, storage=t._storage, chain=t._chain)
+
+
+method(_init_from_data, "__init__")
 
 
 # -- full ------------------------------------------------------------------------------------------
@@ -164,7 +165,7 @@ def full(size, fill_value, dtype=None) -> Tensor:
             [7, 7]])
     """
     fill_value = _python_scalar("full", fill_value)
-    return _full(_size("full", (size,)), fill_value, _dtype("full", dtype, _scalar_dtype(fill_value)))
+    return _full(_size("full", (size,)), fill_value, _dtype("full", dtype, python_scalar_dtype(fill_value)))
 
 
 def zeros(*size, dtype=None) -> Tensor:
@@ -174,6 +175,9 @@ def zeros(*size, dtype=None) -> Tensor:
     tensor([0, 0], dtype=int32)
     """
     return _full(_size("zeros", size), 0, _dtype("zeros", dtype, default_float_dtype()))
+
+
+hooks.zeros = lambda aval: zeros(*aval.shape, dtype=aval.dtype)
 
 
 def ones(*size, dtype=None) -> Tensor:

@@ -19,16 +19,15 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-from aotjax.core.avals import ShapedArray
+from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.errors import ShapeError, UnsupportedError
-from aotjax.core.interpreter import Tracer, find_top_trace, get_aval
+from aotjax.core.interpreter import Tracer, find_top_trace
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops, largest_array_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero, instantiate
 from aotjax.interpreters.jvp import jvp_rules
+from aotjax.interpreters.lowering import eval_jaxpr_jax, register_lowering
 from aotjax.interpreters.transpose import is_undefined, transpose_rules
-from aotjax.lowering.rules import register_lowering
-from aotjax.lowering.to_jax import eval_jaxpr_jax
 
 __all__ = ["custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p", "CustomJvpRule", "CustomFwdRule",
            "CustomBwdRule"]

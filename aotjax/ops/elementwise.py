@@ -26,11 +26,12 @@ from jax import lax
 from aotjax.core import source_info
 from aotjax.core.errors import DTypeError
 from aotjax.core.primitive import Recompute, output_size_flops
+from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, is_differentiable, unbroadcast
 from aotjax.interpreters.jvp import defjvp, defjvp2, defjvp_zero, deflinear, jvp_rules, sum_tangents
 from aotjax.interpreters.transpose import deflinear2_transpose, deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, elementwise, inplace_variant, same_dtype, standard_primitive
-from aotjax.ops._frontend import as_tensor, convert, is_scalar, promote, to_dtype
+from aotjax.ops._frontend import as_tensor, bind_inplace, convert, is_scalar, promote, to_dtype
 from aotjax.ops.promotion import (
     _BOOL,
     _FLOAT,
@@ -41,7 +42,7 @@ from aotjax.ops.promotion import (
     default_int_dtype,
     result_type,
 )
-from aotjax.tensor import Tensor
+from aotjax.tensor import Tensor, method, reflected
 
 __all__ = [
     "convert_element_type_p", "to",
@@ -93,6 +94,30 @@ def to(x, dtype=None, *args, **kwargs):
     if isinstance(dtype, Tensor):
         dtype = dtype.dtype
     return x if dtype is None else convert(x, to_dtype(dtype, "to"))
+
+
+def _type_as(x, other):
+    """`x` converted to `other`'s dtype."""
+    return to(x, other.dtype)
+
+
+def _cast_method(name: str, dtype, what: str):
+    def cast(x):
+        return to(x, dtype)
+    cast.__name__ = cast.__qualname__ = name
+    cast.__doc__ = f"`x` as {what}."
+    return cast
+
+
+# NOTE: methods only: `aotjax.float` is a dtype, as `torch.float` is.
+method(to)
+method(_type_as, "type_as")
+for _name, _dtype, _what in (("float", np.float32, "float32"), ("half", np.float16, "float16"),
+                             ("bfloat16", "bfloat16", "bfloat16"), ("int", np.int32, "int32"),
+                             ("bool", np.bool_, "bool"),
+                             ("double", np.float64, "float64 (float32 unless jax's x64 mode is on)"),
+                             ("long", np.int64, "int64 (int32 unless jax's x64 mode is on)")):
+    method(_cast_method(_name, _dtype, _what))
 
 
 # -- dtype classes -----------------------------------------------------------------------------
@@ -162,7 +187,7 @@ def _unary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
 
     def op_(x):
         _check_unary_inplace(prim_, cls, x)
-        return prim_.bind(x)
+        return bind_inplace(prim_, x)
 
     return prim, prim_, _doc(op, name, doc), _doc(op_, name + "_", _inplace_doc(name))
 
@@ -398,7 +423,7 @@ def gelu_(x, approximate: str = "none"):
     True
     """
     _check_unary_inplace(gelu__p, _FLOATING, x)
-    return gelu__p.bind(x, approximate=_gelu_approximate(approximate))
+    return bind_inplace(gelu__p, x, approximate=_gelu_approximate(approximate))
 
 
 def _round_decimals(x, decimals) -> int:
@@ -427,7 +452,7 @@ def round_(x, decimals: int = 0):
     >>> x.round_() is x
     True
     """
-    return round__p.bind(x, decimals=_round_decimals(x, decimals))
+    return bind_inplace(round__p, x, decimals=_round_decimals(x, decimals))
 
 
 # -- binary ------------------------------------------------------------------------------------
@@ -448,7 +473,7 @@ def _binary_inplace(prim_, cls: _DtypeClass, x, y, **params):
         # NOTE: `int_x.lt_(2.5)` must compare in float: converting 2.5 to int first would change the
         # answer. Compute out of place and copy the result in.
         return _copy_into(x, prim_.functional.bind(*promote(x, y, dtype=dtype), **params))
-    return prim_.bind(x, promote(y, dtype=x.dtype)[0], **params)
+    return bind_inplace(prim_, x, promote(y, dtype=x.dtype)[0], **params)
 
 
 def _copy_into(x, value):
@@ -887,7 +912,7 @@ def clamp_(x, min=None, max=None):
     """
     dtype, lo, hi = _clamp_args("clamp_", x, min, max)
     check_inplace_cast("clamp_", dtype, x.dtype)
-    return clamp__p.bind(x, *promote(lo, hi, dtype=x.dtype))
+    return bind_inplace(clamp__p, x, *promote(lo, hi, dtype=x.dtype))
 
 
 clip, clip_ = clamp, clamp_
@@ -924,5 +949,30 @@ def lerp_(start, end, weight):
     """
     dtype = _float_or_default(result_type(start, end, weight))
     check_inplace_cast("lerp_", dtype, start.dtype)
-    return lerp__p.bind(start, *promote(end, weight, dtype=start.dtype))
+    return bind_inplace(lerp__p, start, *promote(end, weight, dtype=start.dtype))
 
+
+hooks.add = add_p.bind  # tangents and cotangents are summed with `add`
+
+
+# -- Tensor methods and operators ----------------------------------------------------------------
+for _op in (neg, abs, exp, log, log1p, expm1, sqrt, rsqrt, sin, cos, tan, tanh, sigmoid, relu, gelu, silu, erf,
+            floor, ceil, round, sign, reciprocal, square, isnan, isfinite, logical_not,
+            neg_, abs_, exp_, log_, log1p_, expm1_, sqrt_, rsqrt_, sin_, cos_, tan_, tanh_, sigmoid_, relu_, gelu_,
+            silu_, erf_, floor_, ceil_, round_, sign_, reciprocal_, square_, logical_not_,
+            add, sub, mul, div, floor_divide, remainder, pow, maximum, minimum, atan2, eq, ne, lt, le, gt, ge,
+            logical_and, logical_or, bitwise_and, bitwise_or, bitwise_xor, bitwise_not, where, lerp,
+            add_, sub_, mul_, div_, floor_divide_, remainder_, pow_, atan2_, eq_, ne_, lt_, le_, gt_, ge_,
+            logical_and_, logical_or_, bitwise_and_, bitwise_or_, bitwise_xor_, lerp_):
+    method(_op)
+method(clamp, "clamp", "clip")
+method(clamp_, "clamp_", "clip_")
+for _op, _name in ((add, "add"), (sub, "sub"), (mul, "mul"), (div, "truediv"), (floor_divide, "floordiv"),
+                   (remainder, "mod"), (pow, "pow"), (bitwise_and, "and"), (bitwise_or, "or"), (bitwise_xor, "xor")):
+    method(_op, f"__{_name}__")
+    method(reflected(_op), f"__r{_name}__")
+for _op, _name in ((eq, "eq"), (ne, "ne"), (lt, "lt"), (le, "le"), (gt, "gt"), (ge, "ge"), (neg, "neg"),
+                   (abs, "abs"), (bitwise_not, "invert"), (add_, "iadd"), (sub_, "isub"), (mul_, "imul"),
+                   (div_, "itruediv"), (floor_divide_, "ifloordiv"), (remainder_, "imod"), (pow_, "ipow"),
+                   (bitwise_and_, "iand"), (bitwise_or_, "ior")):
+    method(_op, f"__{_name}__")

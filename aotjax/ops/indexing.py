@@ -24,13 +24,13 @@ from aotjax.interpreters.ad_util import Zero, instantiate, unbroadcast
 from aotjax.interpreters.jvp import defjvp, deflinear
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, inplace_variant, standard_primitive
-from aotjax.ops._frontend import as_tensor, canonical_dim, convert, is_scalar
+from aotjax.ops._frontend import as_tensor, bind_inplace, canonical_dim, convert, is_scalar
 from aotjax.ops.creation import arange, full, tensor
 from aotjax.ops.elementwise import eq_p, mul_p, where_p
 from aotjax.ops.promotion import default_int_dtype
 from aotjax.ops.reduction import reduce_sum_p
 from aotjax.ops.views import _slice, alias, select, slice_scatter_p, unsqueeze, view_p
-from aotjax.tensor import Tensor
+from aotjax.tensor import Tensor, method
 
 __all__ = ["getitem", "setitem", "index_select", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_",
            "masked_fill", "masked_fill_", "index_put", "index_put_", "index_add", "index_add_", "copy_", "fill_",
@@ -434,13 +434,13 @@ def _masked_write(v, dim: int, mask, value) -> bool:
         value = value.reshape(padded[:dim] + (1,) * mask.ndim + padded[dim + 1:])
     if rest:
         mask = mask.reshape(tuple(mask.shape) + (1,) * len(rest))
-    masked_fill__p.bind(v, mask, value)
+    bind_inplace(masked_fill__p, v, mask, value)
     return True
 
 
 def _index_put(prim, x, adv, values, accumulate):
     values = _scalar_operand(x, values)
-    return prim.bind(x, values, *(i for _, i in adv), dims=tuple(d for d, _ in adv), accumulate=accumulate)
+    return bind_inplace(prim, x, values, *(i for _, i in adv), dims=tuple(d for d, _ in adv), accumulate=accumulate)
 
 
 # -- index_put / index_select / index_add ------------------------------------------------------
@@ -511,7 +511,7 @@ def _index_add(prim, op, x, dim, index, source, alpha):
     if tuple(source.shape) != want:
         raise ShapeError(f"{op}: source must have shape {list(want)} (x's shape with dim {dim} of the index's "
                          f"length), got {list(source.shape)}{where()}")
-    return prim.bind(x, index, source, dim=dim, alpha=alpha)
+    return bind_inplace(prim, x, index, source, dim=dim, alpha=alpha)
 
 
 def index_add(x, dim: int, index, source, *, alpha=1):
@@ -567,7 +567,7 @@ def _scatter(prim, op, x, dim, index, src, reduce):
     if reduce is not None:
         raise UnsupportedError(f"{op}: reduce={reduce!r} is not supported{where()}; use scatter_add for sums")
     dim, index = _gather_args(op, x, dim, index, src)
-    return prim.bind(x, index, _scalar_operand(x, src), dim=dim)
+    return bind_inplace(prim, x, index, _scalar_operand(x, src), dim=dim)
 
 
 def scatter(x, dim: int, index, src, *, reduce=None):
@@ -641,7 +641,7 @@ def masked_fill_(x, mask, value):
     >>> x.masked_fill_(aotjax.tensor([True, False, True]), 0)
     tensor([0, 2, 0])
     """
-    return masked_fill__p.bind(x, _mask("masked_fill_", mask), _fill_value("masked_fill_", x, value))
+    return bind_inplace(masked_fill__p, x, _mask("masked_fill_", mask), _fill_value("masked_fill_", x, value))
 
 
 def copy_(x, src):
@@ -656,7 +656,7 @@ def copy_(x, src):
     """
     if is_scalar(src):
         return fill_(x, src)
-    return copy__p.bind(x, as_tensor(src))
+    return bind_inplace(copy__p, x, as_tensor(src))
 
 
 def fill_(x, value):
@@ -665,7 +665,7 @@ def fill_(x, value):
     >>> aotjax.zeros(2).fill_(3)
     tensor([3., 3.])
     """
-    return fill__p.bind(x, _fill_value("fill_", x, value))
+    return bind_inplace(fill__p, x, _fill_value("fill_", x, value))
 
 
 def zero_(x):
@@ -674,4 +674,12 @@ def zero_(x):
     >>> aotjax.ones(2).zero_()
     tensor([0., 0.])
     """
-    return fill__p.bind(x, x.dtype.type(0))
+    return bind_inplace(fill__p, x, x.dtype.type(0))
+
+
+# -- Tensor methods and operators ----------------------------------------------------------------
+for _op in (index_select, gather, scatter, scatter_, scatter_add, scatter_add_, masked_fill, masked_fill_, index_put,
+            index_put_, index_add, index_add_, copy_, fill_, zero_):
+    method(_op)
+method(getitem, "__getitem__")
+method(setitem, "__setitem__")

@@ -20,6 +20,7 @@ from aotjax.ops._combinators import broadcast_shapes, same_dtype, standard_primi
 from aotjax.ops._frontend import as_tensor, promote
 from aotjax.ops.creation import eye, ones
 from aotjax.ops.views import permute_p, view_p
+from aotjax.tensor import method, reflected
 
 __all__ = ["matmul", "mm", "bmm", "dot", "outer", "einsum", "linear"]
 
@@ -321,3 +322,10 @@ def linear(x, weight, bias=None):
     _same_dtype("linear", x, weight)
     out = matmul_p.bind(x, weight.t())
     return out if bias is None else out + bias
+
+
+# -- Tensor methods and operators ----------------------------------------------------------------
+for _op in (matmul, mm, bmm, dot, outer):
+    method(_op)
+method(matmul, "__matmul__")
+method(reflected(matmul), "__rmatmul__")

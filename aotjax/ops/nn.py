@@ -17,6 +17,7 @@ from aotjax.ops._frontend import as_tensor, canonical_dim, to_dtype
 from aotjax.ops.creation import ones
 from aotjax.ops.promotion import category, is_float
 from aotjax.ops.random import bernoulli
+from aotjax.tensor import method
 
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "dropout"]
 FUNCTIONAL = __all__ + ["cross_entropy", "mse_loss", "embedding", "scaled_dot_product_attention"]
@@ -292,3 +293,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
                             f"{where()}; aotjax has no global RNG state")
         weights = dropout(weights, dropout_p, key=dropout_key)
     return weights @ value
+
+
+# -- Tensor methods --------------------------------------------------------------------------------
+method(softmax)
+method(log_softmax)

@@ -6,26 +6,23 @@ scalars, unless a lower group is of a higher category (bool < integer < floating
 """
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from aotjax.core.avals import canonicalize_dtype
+from aotjax.core.avals import (
+    PYTHON_SCALARS,
+    canonicalize_dtype,
+    default_float_dtype,
+    default_int_dtype,
+    python_scalar_dtype,
+)
 from aotjax.core.errors import DTypeError
 from aotjax.core.source_info import where
 
 _BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
-_PY_SCALARS = (bool, int, float, complex)
 
-
-def default_float_dtype() -> np.dtype:
-    """The dtype of Python floats and of float tensors created without a dtype: float32."""
-    return np.dtype(np.float32)
-
-
-def default_int_dtype() -> np.dtype:
-    """int64 when jax's x64 mode is on (as PyTorch's default), else int32 (what the device holds)."""
-    return np.dtype(np.int64) if jax.config.jax_enable_x64 else np.dtype(np.int32)
+__all__ = ["default_float_dtype", "default_int_dtype", "category", "is_float", "promote_types", "result_type",
+           "can_cast", "check_inplace_cast"]
 
 
 _categories: dict = {}
@@ -60,16 +57,6 @@ def promote_types(a, b):
     return np.dtype(jnp.promote_types(a, b))
 
 
-def _scalar_dtype(x) -> np.dtype:
-    if isinstance(x, bool):
-        return np.dtype(np.bool_)
-    if isinstance(x, int):
-        return np.dtype(np.int64)
-    if isinstance(x, float):
-        return default_float_dtype()
-    return np.dtype(np.complex64)
-
-
 def _combine(higher, lower):
     if higher is None:
         return lower
@@ -89,7 +76,7 @@ def _combine(higher, lower):
 
 def result_type(*operands) -> np.dtype:
     """The dtype PyTorch gives an elementwise op on `operands` (Tensors, arrays, Python scalars)."""
-    key = tuple(type(x) if isinstance(x, _PY_SCALARS) else (x.dtype, len(x.shape) > 0) for x in operands)
+    key = tuple(type(x) if isinstance(x, PYTHON_SCALARS) else (x.dtype, len(x.shape) > 0) for x in operands)
     dt = _result_types.get(key)
     if dt is None:
         dt = _result_types[key] = _result_type(key)
@@ -103,7 +90,7 @@ def _result_type(key) -> np.dtype:
     dim_t = zero_t = wrapped = None
     for k in key:
         if isinstance(k, type):
-            wrapped = promote_types(wrapped, _scalar_dtype(k(0)))
+            wrapped = promote_types(wrapped, python_scalar_dtype(k(0)))
         elif k[1]:
             dim_t = promote_types(dim_t, np.dtype(k[0]))
         else:

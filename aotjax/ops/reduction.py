@@ -22,6 +22,7 @@ import numpy as np
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.primitive import Recompute, largest_array_flops
 from aotjax.core.source_info import where as _where
+from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, instantiate
 from aotjax.interpreters.jvp import defjvp_zero, deflinear, jvp_rules
 from aotjax.interpreters.transpose import deflinear_transpose
@@ -31,7 +32,7 @@ from aotjax.ops.elementwise import add, div, eq, exp, isfinite, log, maximum, mi
 from aotjax.ops.promotion import _FLOAT, _INT, category, default_float_dtype, default_int_dtype
 from aotjax.ops.shape import flip_p
 from aotjax.ops.views import detach_p, expand_p, permute_p, select_p, slice_p, view_p
-from aotjax.tensor import Tensor
+from aotjax.tensor import Tensor, method
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "all", "any", "var", "std",
            "logsumexp", "cumsum"]
@@ -439,3 +440,10 @@ def logsumexp(x, dim=None, keepdim: bool = False):
     # NOTE: a max over the kept size-1 dims drops them (a squeeze that needs no shape op).
     return total + (m if keepdim else reduce_max_p.bind(m, axes=axes, keepdims=False))
 
+
+hooks.reduce_sum = lambda x, axes: reduce_sum_p.bind(x, axes=axes, keepdims=False)  # unbroadcasting cotangents
+
+
+# -- Tensor methods --------------------------------------------------------------------------------
+for _op in (sum, mean, prod, amax, amin, max, min, argmax, argmin, all, any, var, std, logsumexp, cumsum):
+    method(_op)

@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import jax
 
+from aotjax.core.avals import get_aval
 from aotjax.core.eval_jaxpr import eval_jaxpr
-from aotjax.core.interpreter import get_aval
 from aotjax.core.ir import ClosedJaxpr, Jaxpr, Var, dce_jaxpr
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops, output_size_flops
 from aotjax.interpreters.ad_util import Zero
 from aotjax.interpreters.jvp import jvp_flat, jvp_rules
+from aotjax.interpreters.lowering import eval_jaxpr_jax, register_lowering
 from aotjax.interpreters.partial_eval import PartialVal, ResidualSource, partial_eval_flat, partial_eval_rules
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
-from aotjax.lowering.rules import register_lowering
-from aotjax.lowering.to_jax import eval_jaxpr_jax
 
 __all__ = ["checkpoint_p", "name_p", "optimization_barrier_p"]
 

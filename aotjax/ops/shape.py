@@ -6,7 +6,6 @@ import jax.numpy as jnp
 
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import ShapeError
-from aotjax.core.interpreter import contiguous_strides
 from aotjax.core.primitive import Primitive, Recompute, output_size_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import unbroadcast
@@ -15,6 +14,7 @@ from aotjax.interpreters.transpose import deflinear_transpose, is_undefined, tra
 from aotjax.ops._combinators import standard_primitive
 from aotjax.ops._frontend import as_tensor, canonical_dim, canonical_dims, normalize_shape, promote
 from aotjax.ops.views import slice_p, unsqueeze, view_p
+from aotjax.tensor import contiguous_strides, method
 
 __all__ = ["clone", "cat", "concat", "concatenate", "stack", "flip", "roll", "repeat", "tile", "tril", "triu"]
 
@@ -286,3 +286,8 @@ def triu(x, diagonal: int = 0):
             [0, 0]])
     """
     return triu_p.bind(x, diagonal=int(diagonal))
+
+
+# -- Tensor methods --------------------------------------------------------------------------------
+for _op in (clone, flip, roll, repeat, tile, tril, triu):
+    method(_op)

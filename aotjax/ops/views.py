@@ -12,15 +12,17 @@ import math
 import jax.numpy as jnp
 from jax import lax
 
+from aotjax.core.avals import get_aval
 from aotjax.core.errors import AliasingError, ShapeError, UnsupportedError
-from aotjax.core.interpreter import contiguous_strides, get_aval
 from aotjax.core.primitive import Kind, Primitive, Recompute, abstract_eval, output_size_flops
 from aotjax.core.source_info import where
+from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, instantiate, unbroadcast
 from aotjax.interpreters.jvp import defjvp_zero, deflinear
 from aotjax.interpreters.transpose import deflinear_transpose, defview_transpose
 from aotjax.ops._combinators import standard_primitive
-from aotjax.ops._frontend import as_tensor, canonical_dim, canonical_dims, convert, normalize_shape
+from aotjax.ops._frontend import as_tensor, bind_inplace, canonical_dim, canonical_dims, convert, normalize_shape
+from aotjax.tensor import contiguous_strides, method
 
 __all__ = ["select", "permute", "transpose", "t", "t_", "unbind", "view", "view_as", "reshape", "reshape_as",
            "flatten", "contiguous", "squeeze", "unsqueeze", "expand", "expand_as", "broadcast_to", "narrow",
@@ -304,7 +306,7 @@ def t_(x):
     ((3, 2), (1, 3))
     """
     _check_t("t_", x)
-    return x if x.ndim < 2 else permute__p.bind(x, perm=_swap_perm(x.ndim, 0, 1))
+    return x if x.ndim < 2 else bind_inplace(permute__p, x, perm=_swap_perm(x.ndim, 0, 1))
 
 
 def transpose_(x, dim0: int, dim1: int):
@@ -315,7 +317,7 @@ def transpose_(x, dim0: int, dim1: int):
     (4, 3, 2)
     """
     d0, d1 = canonical_dim(dim0, x.ndim, "transpose_"), canonical_dim(dim1, x.ndim, "transpose_")
-    return permute__p.bind(x, perm=_swap_perm(x.ndim, d0, d1))
+    return bind_inplace(permute__p, x, perm=_swap_perm(x.ndim, d0, d1))
 
 
 def movedim(x, source, destination):
@@ -560,7 +562,7 @@ def squeeze_(x, dim=None):
     (3,)
     """
     dims = _squeeze_dims(x, dim, "squeeze_")
-    return squeeze__p.bind(x, dims=dims) if dims else x
+    return bind_inplace(squeeze__p, x, dims=dims) if dims else x
 
 
 def _unsqueeze_dim(x, dim: int, op: str) -> int:
@@ -583,7 +585,7 @@ def unsqueeze_(x, dim: int):
     >>> x.unsqueeze_(0).shape
     (1, 3)
     """
-    return unsqueeze__p.bind(x, dim=_unsqueeze_dim(x, dim, "unsqueeze_"))
+    return bind_inplace(unsqueeze__p, x, dim=_unsqueeze_dim(x, dim, "unsqueeze_"))
 
 
 # -- expand ------------------------------------------------------------------------------------
@@ -717,3 +719,36 @@ def as_strided(x, size=None, stride=None, storage_offset=None):
         f"as_strided: arbitrary strided views are not supported{where()}: aotjax runs on XLA, whose arrays have "
         f"no strides (each tensor only records the strides PyTorch would give it). Express the view with "
         f"slicing (x[::2]), narrow, diagonal, unfold-like reshape/permute, or expand instead.")
+
+
+# NOTE: the interpreters broadcast tangents and reshape unbroadcast cotangents with these.
+hooks.reshape = lambda x, shape: view_p.bind(x, shape=shape)
+hooks.expand = lambda x, shape: expand_p.bind(x, shape=shape)
+
+
+# -- Tensor methods and properties ---------------------------------------------------------------
+for _op in (view, view_as, reshape, reshape_as, flatten, contiguous, transpose, permute, t, squeeze, unsqueeze, expand,
+            expand_as, broadcast_to, select, narrow, diagonal, unbind, split, chunk, movedim, detach, t_, transpose_,
+            squeeze_, unsqueeze_, as_strided):
+    method(_op)
+
+
+def _T(x):
+    """All dimensions reversed (a view)."""
+    return permute(x, tuple(range(x.ndim - 1, -1, -1)))
+
+
+def _mT(x):
+    """The last two dimensions swapped (a view)."""
+    return transpose(x, -2, -1)
+
+
+def _iter(x):
+    if not x.shape:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(unbind(x, 0))
+
+
+method(property(_T), "T")
+method(property(_mT), "mT")
+method(_iter, "__iter__")  # `for row in x`: the views along dim 0

@@ -23,17 +23,16 @@ from typing import Any
 import jax
 
 from aotjax.core import views
-from aotjax.core.avals import ShapedArray
-from aotjax.core.interpreter import below, get_aval
+from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
+from aotjax.core.avals import ShapedArray, get_aval
+from aotjax.core.interpreter import below
+from aotjax.core.interpreter import bind as _bind
 from aotjax.core.primitive import all_primitives
+from aotjax.interpreters.eval import read, write
 from aotjax.interpreters.functionalize import FunctionalStorage, FunctionalTensor, current_value
+from aotjax.ops._frontend import bind_inplace
+from aotjax.ops.indexing import copy__p
 from aotjax.tensor import Tensor
-
-_SCALARS = (bool, int, float, complex)
-
-
-def _bind(prim, *args, **params):
-    return prim.bind(*args, **params)
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -319,13 +318,9 @@ def write_back(target, new_base) -> None:
             storage.base, storage.owned = new_base, True
             storage.version += 1
             return
-        from aotjax.interpreters.eval import write  # NOTE: eager write through the caller's view chain
-
         write(target, new_base)
         return
-    from aotjax.ops.indexing import copy__p  # NOTE: runtime sits above ops; lazy keeps import order simple
-
-    copy__p.bind(target, new_base)
+    bind_inplace(copy__p, target, new_base)
 
 
 def group_base(g: InputGroup, leaves: list):
@@ -344,8 +339,6 @@ def snapshot(x):
     """A new tensor with `x`'s current value and layout, sharing no storage with it (no data is copied:
     the underlying arrays are immutable)."""
     if type(x) is Tensor:
-        from aotjax.interpreters.eval import read  # NOTE: runtime sits above the eval interpreter
-
         t = Tensor._wrap(read(x))
     elif isinstance(x, FunctionalTensor):
         with below(x._trace.main):
@@ -381,5 +374,5 @@ def apply(meta: BoundaryMeta, leaves: list, new_bases: list, bases: list, wrap=N
     for gi, oi, steps in meta.metadata:
         obj = leaves[groups[gi].leaves[oi][0]]
         for step in steps:
-            _metadata_mutation_of(step.prim).bind(obj, **dict(step.params))
+            bind_inplace(_metadata_mutation_of(step.prim), obj, **dict(step.params))
     return jax.tree_util.tree_unflatten(meta.out_tree, outs)

@@ -7,10 +7,10 @@ no key traces again, so a program compiled for one pattern never runs for anothe
 """
 from __future__ import annotations
 
+from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
+from aotjax.core.avals import get_aval
 from aotjax.core.interpreter import Tracer
 from aotjax.tensor import Tensor
-
-_SCALARS = (bool, int, float, complex)
 
 
 def call_key(leaves: list) -> tuple | None:
@@ -56,8 +56,6 @@ def hashable_statics(statics: tuple) -> tuple:
 def abstract_key(leaves: list) -> tuple:
     """`call_key` for a call under another transform (tracer leaves): abstract values, PyTorch layout
     and aliasing (tracers sharing a functional storage), so a traced call reuses a compiled entry."""
-    from aotjax.core.interpreter import get_aval
-
     storages: dict = {}
     objects: dict = {}
     sig = []

@@ -26,9 +26,12 @@ import jax
 import numpy as np
 
 from aotjax.core import views
+from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
+from aotjax.core.avals import get_aval
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.eval_jaxpr import eval_jaxpr
-from aotjax.core.interpreter import below, get_aval, new_main
+from aotjax.core.interpreter import below, new_main
+from aotjax.core.interpreter import bind as _bind
 from aotjax.core.ir import ClosedJaxpr, dce_jaxpr
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate, is_differentiable
@@ -37,15 +40,12 @@ from aotjax.interpreters.jvp import jvp_flat
 from aotjax.interpreters.partial_eval import PartialVal, partial_eval_flat
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass
+from aotjax.ops import eye, stack
+from aotjax.ops._frontend import as_tensor
+from aotjax.ops.creation import ones, zeros
 from aotjax.runtime import boundary
 from aotjax.tensor import Tensor
 from aotjax.transforms.passes import run_pass
-
-_SCALARS = (bool, int, float, complex)
-
-
-def _bind(prim, *args, **params):
-    return prim.bind(*args, **params)
 
 
 # -- the differentiated function: functionalize at the boundary -------------------------------------
@@ -125,8 +125,6 @@ class _Boundary:
 
 
 def _zeros_for(x):
-    from aotjax.ops.creation import zeros  # NOTE: transforms sit above ops; lazy keeps import order simple
-
     aval = get_aval(x) if not isinstance(x, _SCALARS) else get_aval(np.asarray(x))
     return zeros(*aval.shape, dtype=aval.dtype)
 
@@ -140,8 +138,6 @@ def _fresh(ct, seeds: list):
 
 def _as_tensors(args: Sequence, argnums: Sequence[int]) -> list:
     """The arguments, with Python scalars at `argnums` made 0-d tensors (so they can be differentiated)."""
-    from aotjax.ops._frontend import as_tensor  # NOTE: lazy, see _zeros_for
-
     args = list(args)
     for i in argnums:
         args[i] = jax.tree_util.tree_map(lambda x: as_tensor(x) if isinstance(x, _SCALARS) else x, args[i])
@@ -333,8 +329,6 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         if not is_differentiable(out_aval.dtype):
             raise DTypeError(f"grad: the function must return a floating-point scalar, got {out_aval.str_short()}"
                              f"{where()}")
-        from aotjax.ops.creation import ones  # NOTE: lazy, see _zeros_for
-
         seed = ones((), dtype=out_aval.dtype)
         base_cts = _transpose(call, lin, diff, [seed])
         leaf_cts = {i: _fresh(call.leaf_cotangent(i, base_cts), [seed]) for i in diff_leaves}
@@ -435,8 +429,6 @@ def jacfwd(fun: Callable, argnums: int = 0) -> Callable:
     tensor([[2., 0.],
             [0., 4.]])
     """
-    from aotjax.ops import eye, stack  # NOTE: lazy, see _zeros_for
-
     def jac(*args):
         x = _single_tensor("jacfwd", args[argnums])
         out, f_jvp = linearize(lambda xi: fun(*args[:argnums], xi, *args[argnums + 1:]), x)
@@ -456,8 +448,6 @@ def jacrev(fun: Callable, argnums: int = 0) -> Callable:
     tensor([[4., 1.],
             [2., 5.]])
     """
-    from aotjax.ops import eye, stack  # NOTE: lazy, see _zeros_for
-
     def jac(*args):
         x = _single_tensor("jacrev", args[argnums])
         out, f_vjp = vjp(lambda xi: fun(*args[:argnums], xi, *args[argnums + 1:]), x)

@@ -21,9 +21,10 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from aotjax.core.avals import ShapedArray
+from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
+from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.errors import AliasingError, ShapeError
-from aotjax.core.interpreter import Tracer, find_top_trace, full_raise, get_aval, new_main
+from aotjax.core.interpreter import Tracer, find_top_trace, full_raise, new_main
 from aotjax.core.ir import ClosedJaxpr, Jaxpr, JaxprMeta, Literal
 from aotjax.core.primitive import Kind
 from aotjax.core.source_info import where
@@ -37,8 +38,6 @@ from aotjax.tensor import Tensor
 from aotjax.transforms.make_jaxpr import input_aval
 
 __all__ = ["custom_jvp", "custom_vjp"]
-
-_SCALARS = (bool, int, float, complex)
 
 
 # -- the call: arguments, tracing, binding ----------------------------------------------------------

@@ -5,9 +5,8 @@ import functools
 from typing import Any, Callable, Sequence
 
 import jax
-import numpy as np
 
-from aotjax.core.avals import ShapedArray, canonicalize_dtype
+from aotjax.core.avals import PYTHON_SCALARS, ShapedArray, canonicalize_dtype, python_scalar_dtype
 from aotjax.core.interpreter import full_raise, new_main
 from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
 from aotjax.tensor import Tensor
@@ -30,14 +29,8 @@ def input_aval(x: Any) -> tuple[ShapedArray, Any, int]:
     """The abstract value (and PyTorch strides, offset) an argument leaf is traced with."""
     if isinstance(x, Tensor):
         return x.aval, x._strides, x._offset
-    if isinstance(x, bool):
-        return ShapedArray((), np.bool_), None, 0
-    if isinstance(x, int):
-        from aotjax.ops.promotion import default_int_dtype
-
-        return ShapedArray((), default_int_dtype()), None, 0
-    if isinstance(x, float):
-        return ShapedArray((), np.float32), None, 0
+    if isinstance(x, PYTHON_SCALARS):
+        return ShapedArray((), python_scalar_dtype(x)), None, 0
     if hasattr(x, "shape") and hasattr(x, "dtype"):
         return ShapedArray(x.shape, canonicalize_dtype(x.dtype)), None, 0
     raise TypeError(f"make_jaxpr: an argument of type {type(x).__name__} is not an array, a Tensor or a "

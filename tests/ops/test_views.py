@@ -8,7 +8,7 @@ import pytest
 import aotjax
 from aotjax.core.errors import ShapeError
 from aotjax.core.views import ViewStep, write_through
-from aotjax.lowering.rules import lowering_rule
+from aotjax.interpreters.lowering import lowering_rule
 from tests.helpers import check_traced_matches_eager
 from tests.op_records import Family, rand, records
 

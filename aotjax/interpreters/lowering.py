@@ -1,16 +1,22 @@
-"""The lowering rule table: how each primitive computes on `jax` values.
+"""The lowering rule table: how each primitive computes on `jax` values, and `eval_jaxpr_jax`, which
+runs a jaxpr with those rules.
 
-Eager evaluation, `to_jax` and compilation all use these rules, so the three cannot disagree.
+Eager evaluation, `to_jax` and compilation all use these rules, so the three cannot disagree. The
+table lives in the interpreter layer (as JAX's lives in `interpreters/mlir.py`): the eval interpreter
+executes primitives through it and every op family fills it; `aotjax.lowering` builds jax functions
+and XLA executables from jaxprs on top of it.
 """
 from __future__ import annotations
 
 import functools
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 import jax
+import jax.numpy as jnp
 
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import ShapeError
+from aotjax.core.ir import Jaxpr, Literal
 from aotjax.core.primitive import Primitive, set_fallback_abstract_eval
 
 
@@ -56,3 +62,26 @@ def _fallback_abstract_eval(prim: Primitive, avals, params: dict):
 
 
 set_fallback_abstract_eval(_fallback_abstract_eval)
+
+
+def eval_jaxpr_jax(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+    """Evaluate `jaxpr` on `jax` values (arrays or jax tracers) with each primitive's lowering rule;
+    returns the list of outputs. Assumes the jaxpr has no in-place equations
+    (`aotjax.lowering.check_lowerable`).
+
+    Higher-order primitives call this on the sub-jaxprs in their params from their lowering rule."""
+    env: dict = {}
+
+    def read(a):
+        return jnp.asarray(a.val, dtype=a.aval.dtype) if isinstance(a, Literal) else env[a]
+
+    for v, x in zip(jaxpr.constvars, consts, strict=True):
+        env[v] = x
+    for v, x in zip(jaxpr.invars, args, strict=True):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        out = lowering_rule(eqn.primitive)(*map(read, eqn.inputs), **eqn.params)
+        outs = out if eqn.primitive.multiple_results else (out,)
+        for v, x in zip(eqn.outputs, outs, strict=True):
+            env[v] = x
+    return [read(a) for a in jaxpr.outvars]
