@@ -40,7 +40,7 @@ from aotjax.ops.calls import Program, aot_call_p
 from aotjax.partition import JointInfo, default_partition
 from aotjax.runtime import boundary, guards
 from aotjax.transforms.autodiff import linearize_flat
-from aotjax.transforms.functionalize import Staged, _normalize_argnums, stage_functionalized
+from aotjax.transforms.functionalize import Staged, stage_functionalized
 from aotjax.transforms.jit import Jitted, _Entry
 
 
@@ -145,6 +145,8 @@ class _AotVJP:
 class Aot(Jitted):
     """An aot-compiled function (see `aot`)."""
 
+    what = "aot"
+
     def __init__(self, fun, fw_compiler, bw_compiler, partition, decompositions, static_argnums,
                  inference_compiler=None):
         super().__init__(fun, static_argnums, donate=True)
@@ -224,7 +226,7 @@ def aot(fun: Callable, fw_compiler: Callable | None = None, bw_compiler: Callabl
     >>> lowered.forward_inputs, lowered.backward_outputs
     (['primal[x]', 'primal[w]'], ['cotangent[x]', 'cotangent[w]'])
     """
-    return Aot(fun, fw_compiler, bw_compiler, partition, decompositions, _normalize_argnums(static_argnums))
+    return Aot(fun, fw_compiler, bw_compiler, partition, decompositions, static_argnums)
 
 
 # -- stages -------------------------------------------------------------------------------------------------

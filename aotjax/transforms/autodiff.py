@@ -37,6 +37,7 @@ from aotjax.interpreters.partial_eval import PartialVal, partial_eval_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass
 from aotjax.runtime import boundary
 from aotjax.tensor import Tensor
+from aotjax.transforms.argnums import call_argnums, fun_name, normalize_argnums
 
 _SCALARS = (bool, int, float, complex)
 
@@ -241,11 +242,16 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     >>> aotjax.value_and_grad(loss)(w, aotjax.tensor([1.0, 2.0, 3.0])), w
     ((tensor(12.), tensor([2., 4., 6.])), tensor([2., 2., 2.]))
     """
-    single = isinstance(argnums, int)
-    argnums_t = (argnums,) if single else tuple(argnums)
+    return _value_and_grad(fun, argnums, has_aux, "value_and_grad")
+
+
+def _value_and_grad(fun: Callable, argnums, has_aux: bool, what: str) -> Callable:
+    single = not isinstance(argnums, (tuple, list))
+    argnums_given = normalize_argnums(fun, argnums, what)
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
+        argnums_t = call_argnums(argnums_given, len(args), what, fun)
         args = _as_tensors(args, argnums_t)
         call = _Boundary(fun, args, kwargs, has_aux, "grad")
         diff_leaves = _leaf_range(args, argnums_t)
@@ -295,7 +301,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     >>> aotjax.grad(f)(aotjax.ones(4))
     tensor([2., 6., 6., 6.])
     """
-    vg = value_and_grad(fun, argnums, has_aux)
+    vg = _value_and_grad(fun, argnums, has_aux, "grad")
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
@@ -357,6 +363,13 @@ def _single_tensor(what: str, x):
     return x
 
 
+def _single_argnum(fun: Callable, argnums, what: str) -> tuple[int]:
+    if isinstance(argnums, (tuple, list)):
+        raise TypeError(f"{what} of {fun_name(fun)}: argnums must be a single int (the Jacobian with respect to "
+                        f"one argument), got {argnums!r}; take one Jacobian per argument")
+    return normalize_argnums(fun, argnums, what)
+
+
 def jacfwd(fun: Callable, argnums: int = 0) -> Callable:
     """The Jacobian of `fun` with respect to argument `argnums`, by forward mode (one `jvp` of the
     linearization per input element): shape `out.shape + x.shape`.
@@ -365,9 +378,17 @@ def jacfwd(fun: Callable, argnums: int = 0) -> Callable:
     tensor([[2., 0.],
             [0., 4.]])
     """
+    return _jacfwd(fun, argnums, "jacfwd")
+
+
+def _jacfwd(fun: Callable, argnums, what: str) -> Callable:
     from aotjax.ops import eye, stack  # NOTE: lazy, see _zeros_for
 
+    argnums_given = _single_argnum(fun, argnums, what)
+
+    @functools.wraps(fun)
     def jac(*args):
+        (argnums,) = call_argnums(argnums_given, len(args), what, fun)
         x = _single_tensor("jacfwd", args[argnums])
         out, f_jvp = linearize(lambda xi: fun(*args[:argnums], xi, *args[argnums + 1:]), x)
         basis = eye(x.numel(), dtype=x.dtype)
@@ -386,9 +407,17 @@ def jacrev(fun: Callable, argnums: int = 0) -> Callable:
     tensor([[4., 1.],
             [2., 5.]])
     """
+    return _jacrev(fun, argnums, "jacrev")
+
+
+def _jacrev(fun: Callable, argnums, what: str) -> Callable:
     from aotjax.ops import eye, stack  # NOTE: lazy, see _zeros_for
 
+    argnums_given = _single_argnum(fun, argnums, what)
+
+    @functools.wraps(fun)
     def jac(*args):
+        (argnums,) = call_argnums(argnums_given, len(args), what, fun)
         x = _single_tensor("jacrev", args[argnums])
         out, f_vjp = vjp(lambda xi: fun(*args[:argnums], xi, *args[argnums + 1:]), x)
         out = _single_tensor("jacrev", out)
@@ -406,7 +435,7 @@ def hessian(fun: Callable, argnums: int = 0) -> Callable:
     tensor([[ 6.,  0.],
             [ 0., 12.]])
     """
-    return jacfwd(jacrev(fun, argnums), argnums)
+    return _jacfwd(_jacrev(fun, argnums, "hessian"), argnums, "hessian")
 
 
 def stop_gradient(x: Any) -> Any:

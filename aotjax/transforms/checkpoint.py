@@ -20,6 +20,7 @@ from aotjax.core.source_info import where
 from aotjax.ops.linalg import einsum_p, matmul_p
 from aotjax.ops.remat import checkpoint_p, name_p
 from aotjax.runtime import boundary
+from aotjax.transforms.argnums import normalize_argnums
 from aotjax.transforms.functionalize import stage_functionalized
 
 
@@ -86,7 +87,7 @@ def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool 
     f32[1]  4 bytes  argument x
     """
     policy = policy or nothing_saveable
-    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    static_argnums = normalize_argnums(fun, static_argnums, "checkpoint", "static_argnums")
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):

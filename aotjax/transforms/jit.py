@@ -20,7 +20,8 @@ from aotjax.interpreters.eval import read
 from aotjax.lowering.to_jax import avals_to_structs, flat_function
 from aotjax.runtime import boundary, guards
 from aotjax.tensor import Tensor
-from aotjax.transforms.functionalize import Staged, _normalize_argnums, functionalize, stage_functionalized
+from aotjax.transforms.argnums import normalize_argnums
+from aotjax.transforms.functionalize import Staged, functionalize, stage_functionalized
 from aotjax.transforms.make_jaxpr import split_static
 
 logger = logging.getLogger("aotjax")
@@ -87,18 +88,22 @@ def _wrap(array) -> Tensor:
 class Jitted:
     """A function compiled through XLA on first call for each new input signature. See `jit`."""
 
-    def __init__(self, fun: Callable, static_argnums: Sequence[int], donate: bool):
+    what = "jit"  # the transform's name, for messages
+
+    def __init__(self, fun: Callable, static_argnums: int | Sequence[int], donate: bool):
         self.fun = fun
-        self.static_argnums = static_argnums
+        self.static_argnums = normalize_argnums(fun, static_argnums, self.what, "static_argnums")
         self.donate = donate
         self._cache: dict = {}
         self.trace_count = 0
         functools.update_wrapper(self, fun, updated=())  # NOTE: not fun.__dict__: a wrapped Jitted has state
 
     def _split(self, args, kwargs):
-        dyn = split_static(args, self.static_argnums)[0] if self.static_argnums else args
+        dyn, statics = args, ()
+        if self.static_argnums:
+            dyn, static, _ = split_static(args, self.static_argnums, kwargs, self.what, self.fun)
+            statics = guards.hashable_statics(tuple(args[i] for i in static), static, self.what)
         leaves, in_tree = jax.tree_util.tree_flatten((dyn, kwargs))
-        statics = tuple(args[i % len(args)] for i in self.static_argnums) if args else ()
         return leaves, in_tree, statics
 
     def __call__(self, *args, **kwargs):
@@ -107,7 +112,7 @@ class Jitted:
         if signature is None:
             # NOTE: under another transform the body is inlined into it, functionalized.
             return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
-        key = (in_tree, guards.hashable_statics(statics) if statics else (), signature)
+        key = (in_tree, statics, signature)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._cache[key] = self._stage(args, kwargs)
@@ -219,4 +224,4 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), donate: bool = 
     >>> step(w, aotjax.ones(3)), w
     (tensor(0.75), tensor([0.5, 0.5, 0.5]))
     """
-    return Jitted(fun, _normalize_argnums(static_argnums), donate)
+    return Jitted(fun, static_argnums, donate)
