@@ -122,7 +122,9 @@ class ClosedJaxpr:
         return self.jaxpr.eqns
 
     def pretty(self, source_info: bool = False) -> str:
-        return self.jaxpr.pretty(source_info=source_info)
+        from aotjax.core.pretty import pp_jaxpr  # NOTE: printer imports ir; lazy to avoid the cycle.
+
+        return pp_jaxpr(self.jaxpr, source_info=source_info, consts=self.consts)
 
     def __str__(self) -> str:
         return self.pretty()

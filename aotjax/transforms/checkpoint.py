@@ -47,7 +47,7 @@ def save_only_these_names(*names: str) -> Callable:
     def policy(prim, *avals, **params) -> bool:
         return prim is name_p and params["name"] in wanted
 
-    policy.__name__ = f"save_only_these_names{tuple(sorted(wanted))}"
+    policy.__name__ = policy.__qualname__ = _policy_name("save_only_these_names", wanted)
     return policy
 
 
@@ -59,8 +59,13 @@ def save_anything_except_these_names(*names: str) -> Callable:
     def policy(prim, *avals, **params) -> bool:
         return not (prim is name_p and params["name"] in unwanted)
 
-    policy.__name__ = f"save_anything_except_these_names{tuple(sorted(unwanted))}"
+    policy.__name__ = policy.__qualname__ = _policy_name("save_anything_except_these_names", unwanted)
     return policy
+
+
+def _policy_name(maker: str, names: frozenset) -> str:
+    """`save_only_these_names('a', 'b')`: how a policy made from names prints (in jaxprs too)."""
+    return f"{maker}({', '.join(map(repr, sorted(names)))})"
 
 
 class checkpoint_policies:  # noqa: N801  (a namespace, named as JAX's)

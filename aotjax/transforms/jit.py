@@ -20,7 +20,7 @@ from aotjax.interpreters.eval import read
 from aotjax.lowering.to_jax import avals_to_structs, flat_function
 from aotjax.runtime import boundary, guards
 from aotjax.tensor import Tensor
-from aotjax.transforms.argnums import normalize_argnums
+from aotjax.transforms.argnums import fun_name, normalize_argnums
 from aotjax.transforms.functionalize import Staged, functionalize, stage_functionalized
 from aotjax.transforms.make_jaxpr import split_static
 
@@ -133,6 +133,19 @@ class Jitted:
     def clear_cache(self) -> None:
         self._cache.clear()
 
+    def __repr__(self) -> str:
+        options = f", static_argnums={self.static_argnums}" if self.static_argnums else ""
+        options += ", donate=False" if not self.donate else ""
+        n = len(self._cache)
+        return f"{self.what}({fun_name(self.fun)}{options}): {n} program{'' if n == 1 else 's'} cached"
+
+
+def _signature(closed) -> str:
+    """`(f32[3], i32[]) -> (f32[],)`: a program's input and output types."""
+    ins = ", ".join(a.str_short() for a in closed.in_avals)
+    outs = ", ".join(a.str_short() for a in closed.out_avals)
+    return f"({ins}) -> ({outs}{',' if len(closed.out_avals) == 1 else ''})"
+
 
 class Lowered:
     """A jitted function lowered for one input signature.
@@ -181,6 +194,12 @@ class Lowered:
     def __str__(self) -> str:
         return f"{self.jaxpr.pretty(source_info=True)}\n{self.meta.describe()}"
 
+    def __repr__(self) -> str:
+        return f"Lowered({self._jitted.what}({fun_name(self._jitted.fun)}) {_signature(self.jaxpr)})"
+
+    def _repr_pretty_(self, p, cycle):  # IPython / Jupyter: the program and its boundary
+        p.text(str(self))
+
 
 class Compiled:
     """A jitted function compiled for one input signature: call it with arguments of that signature
@@ -205,6 +224,9 @@ class Compiled:
 
     def memory_analysis(self):
         return self._executable.memory_analysis()
+
+    def __repr__(self) -> str:
+        return f"Compiled({self._jitted.what}({fun_name(self._jitted.fun)}) {_signature(self._entry.staged.jaxpr)})"
 
 
 def jit(fun: Callable, static_argnums: int | Sequence[int] = (), donate: bool = True) -> Jitted:
