@@ -29,6 +29,7 @@ neg abs exp log log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid relu silu erf fl
 isfinite logical_not bitwise_not gelu round add sub mul remainder pow maximum minimum atan2 eq ne lt le gt ge
 logical_and logical_or bitwise_and bitwise_or bitwise_xor div where clamp lerp convert_element_type select_scatter
 slice_scatter diagonal_scatter clone cat flip roll repeat tril triu full fill copy masked_fill checkpoint_name
+integer_pow
 """.split())
 
 _INF = math.inf

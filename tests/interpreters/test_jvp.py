@@ -121,6 +121,7 @@ ROWS = [
     Row("remainder", aotjax.remainder, jnp.remainder, ((3, 4), (4,)), ("any", "pos")),
     Row("pow", aotjax.pow, jnp.power, ((3, 4), (4,)), ("pos", "any")),
     Row("pow_scalar", lambda x: x ** 3.0, lambda x: x ** 3.0, ((3, 4),)),
+    Row("integer_pow", lambda x: x ** 3, lambda x: x ** 3, ((3, 4),)),
     Row("rpow_scalar", lambda x: 2.0 ** x, lambda x: 2.0 ** x, ((3, 4),)),
     Row("maximum", aotjax.maximum, jnp.maximum, ((3, 4), (4,))),
     Row("minimum", aotjax.minimum, jnp.minimum, ((3, 1), (1, 4))),
