@@ -4,7 +4,7 @@ os.environ.setdefault("AOTJAX_TYPECHECK", "1")  # every pass typechecks the jaxp
 
 import jax  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)  # float64 for finite differences; int64 as PyTorch's default
+jax.config.update("jax_enable_x64", os.environ.get("AOTJAX_TEST_X64", "1") != "0")
 
 import pytest  # noqa: E402
 

@@ -281,6 +281,8 @@ RECORDS: list[OpRecord] = [
     unary("sign", np.sign, jnp.sign, result=K),
     unary("reciprocal", lambda x: 1 / x, jnp.reciprocal, domain="nonzero"),
     unary("square", np.square, jnp.square, result=K),
+    unary("integer_pow", lambda x: x ** 3, lambda x: x ** 3, result=K, fn=lambda x: x ** 3,
+          fn_=lambda x: x.pow_(3)),
     unary("isnan", np.isnan, domain="special", result=B, inplace=False),
     unary("isfinite", np.isfinite, domain="special", result=B, inplace=False),
     unary("logical_not", np.logical_not, result=B),

@@ -440,7 +440,7 @@ def _checkpoint_closing_over_ids(w):
 
 
 _CONSTANT_CASES = [
-    (_index_built_inside, lambda: aotjax.tensor([1.0, 2.0, 3.0]), ["residual[0] where"]),
+    (_index_built_inside, lambda: aotjax.tensor([1.0, 2.0, 3.0]), ["residual[0] mul"]),
     (_captured_tensor, lambda: aotjax.tensor([1.0, 2.0, 3.0]), ["residual[0] cos"]),
     (_checkpoint_closing_over_ids, lambda: _t(3, 2), ["residual[0] primal[w]"]),
 ]

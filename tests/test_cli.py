@@ -1,5 +1,6 @@
 """`python -m aotjax demo` and `explain`, end to end in a subprocess."""
 import contextlib
+import functools
 import io
 import os
 import subprocess
@@ -83,13 +84,64 @@ def test_explain_usage_errors(model_file):
 
 
 def test_parse_arg_types():
-    from aotjax.cli.explain import UsageError, parse_arg_types
+    from aotjax.cli.explain import ArgSpec, UsageError, parse_arg_types
 
     assert parse_arg_types("f32[8,16], bf16[ 2 , 3 ],bool[], u8[1]") == [
-        ("float32", (8, 16)), ("bfloat16", (2, 3)), ("bool", ()), ("uint8", (1,))]
+        ArgSpec("float32", (8, 16)), ArgSpec("bfloat16", (2, 3)), ArgSpec("bool", ()), ArgSpec("uint8", (1,))]
     assert parse_arg_types("") == []
     with pytest.raises(UsageError, match="cannot parse"):
         parse_arg_types("f32(8)")
+
+
+def test_parse_pytree_arg_types():
+    from aotjax.cli.explain import ArgSpec, parse_arg_types
+
+    f32 = functools.partial(ArgSpec, "float32")
+    assert parse_arg_types("{'w': f32[3,2], 'b': f32[2]}, f32[4,3]") == [{"w": f32((3, 2)), "b": f32((2,))},
+                                                                         f32((4, 3))]
+    assert parse_arg_types("[(f32[2], i32[]), {'inner': {'x': f32[]}}], (), 3, -1.5, True, None, 'mode',") == [
+        [(f32((2,)), ArgSpec("int32", ())), {"inner": {"x": f32(())}}], (), 3, -1.5, True, None, "mode"]
+
+
+BAD_ARGS = [  # (--args, the message: which argument, and where inside it)
+    ("f32[2], f32(8)", r"cannot parse argument 1 \('f32\(8\)'\): expected an array type"),
+    ("f32[8], {'w': f128[2]}", r"argument 1\['w'\]: unknown dtype 'f128'"),
+    ("{'a': [f32[1], x + y]}", r"cannot parse argument 0\['a'\]\[1\] \('x \+ y'\)"),
+    ("f32[2], {'w': f32[-1]}", r"argument 1\['w'\]: the shape in 'f32\[-1\]' must be non-negative ints"),
+    ("f32[2], (f32[2.5],)", r"argument 1\[0\]: the shape in 'f32\[2.5\]' must be non-negative ints"),
+    ("f32[2], {w: f32[2]}", r"argument 1: a dict key must be a string or an int, got 'w'"),
+    ("f32[2], f32[3], {'a': f32[2]", r"argument 2 is not well formed"),
+    ("f32[2],, f32[1]", r"argument 1 is not well formed"),
+    ("__import__('os').system('true')", r"cannot parse argument 0"),  # never evaluated
+]
+
+
+@pytest.mark.parametrize("text,message", BAD_ARGS, ids=[b[0] for b in BAD_ARGS])
+def test_a_bad_arg_spec_names_its_argument(text, message):
+    from aotjax.cli.explain import UsageError, parse_arg_types
+
+    with pytest.raises(UsageError, match=message):
+        parse_arg_types(text)
+
+
+def test_explain_a_function_of_pytrees(tmp_path, capsys):
+    from aotjax.cli import main
+
+    model = tmp_path / "tree_model.py"
+    model.write_text("def loss(params, x, layers):\n"
+                     "    h = x @ params['w'] + params['b']\n"
+                     "    for w in layers:\n"
+                     "        h = h @ w\n"
+                     "    return h.relu().sum()\n")
+    assert main(["explain", f"{model}:loss", "--args", "{'w': f32[3,2], 'b': f32[2]}, f32[4,3], [f32[2,2], f32[2,2]]",
+                 "--grad"]) == 0
+    out = capsys.readouterr().out
+    assert "loss({b: f32[2], w: f32[3,2]}, f32[4,3], [f32[2,2], f32[2,2]])" in out
+    assert "{ lambda ; a:f32[2] b:f32[3,2] c:f32[4,3] d:f32[2,2] e:f32[2,2]. let" in out
+    assert "[0] params['b']: f32[2]" in out and "[3] layers[0]: f32[2,2]" in out
+    assert "cotangent[params['w']]" in out
+    assert main(["explain", f"{model}:loss", "--args", "f32[3,2], f32[4,3]"]) == 2
+    assert "takes 3 positional argument(s) (params, x, layers), but --args describes 2" in capsys.readouterr().err
 
 
 def test_main_in_process(model_file, capsys):

@@ -24,3 +24,7 @@ class UnsupportedError(AotjaxError, NotImplementedError):
 
 class AliasingError(AotjaxError, RuntimeError):
     """A write that PyTorch semantics forbid (through overlapping memory, on a captured tensor, ...)."""
+
+
+class DTypeTruncationWarning(UserWarning):
+    """A 64-bit dtype was asked for without jax's x64 mode: the data gets its 32-bit form."""

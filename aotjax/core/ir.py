@@ -136,7 +136,9 @@ class ClosedJaxpr:
         return self.jaxpr.eqns
 
     def pretty(self, source_info: bool = False) -> str:
-        return self.jaxpr.pretty(source_info=source_info)
+        from aotjax.core.pretty import pp_jaxpr  # NOTE: printer imports ir; lazy to avoid the cycle.
+
+        return pp_jaxpr(self.jaxpr, source_info=source_info, consts=self.consts)
 
     def with_meta(self, **changes: Any) -> "ClosedJaxpr":
         """The same program with `meta` fields replaced (`closed.with_meta(name="f_joint")`)."""

@@ -63,6 +63,14 @@ def user_source_info() -> SourceInfo | None:
     return None
 
 
+def user_stacklevel() -> int:
+    """The `stacklevel` that makes a `warnings.warn` in the caller point at the innermost user frame."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def where() -> str:
     """' (at file.py:12 (fn))', or '' when no user frame is on the stack; for error messages."""
     info = user_source_info()

@@ -2,6 +2,7 @@
 and `bind_inplace`, the one way in-place ops bind their primitives (PyTorch's write checks)."""
 from __future__ import annotations
 
+import warnings
 from typing import Sequence
 
 import jax
@@ -9,10 +10,10 @@ import numpy as np
 
 import aotjax.interpreters.eval  # noqa: F401  (installs eager evaluation, which every op needs)
 from aotjax.core.avals import PYTHON_SCALARS, canonicalize_dtype, default_float_dtype, default_int_dtype
-from aotjax.core.errors import AliasingError, DTypeError
+from aotjax.core.errors import AliasingError, DTypeError, DTypeTruncationWarning
 from aotjax.core.interpreter import Trace, Tracer, find_top_trace
 from aotjax.core.primitive import Primitive
-from aotjax.core.source_info import where
+from aotjax.core.source_info import user_stacklevel, where
 from aotjax.interpreters import hooks
 from aotjax.ops.promotion import result_type
 from aotjax.tensor import Tensor, canonical_dim
@@ -55,7 +56,8 @@ hooks.as_tensor = as_tensor
 
 def to_dtype(dtype, op: str = "") -> np.dtype:
     """A canonical numpy dtype from a dtype-like (`aotjax.float32`, `'float32'`, `np.int8`, `float`);
-    a DTypeError naming `op` for anything else."""
+    a DTypeError naming `op` for anything else. Every dtype a user asks for passes here: a 64-bit one
+    without jax's x64 mode gets its 32-bit form and a `DTypeTruncationWarning` (once per op and dtype)."""
     if dtype is float:
         return default_float_dtype()
     if dtype is int:
@@ -63,11 +65,27 @@ def to_dtype(dtype, op: str = "") -> np.dtype:
     if dtype is bool:
         return np.dtype(np.bool_)
     try:
-        return canonicalize_dtype(np.dtype(dtype))
+        requested = np.dtype(dtype)
+        canonical = canonicalize_dtype(requested)
     except TypeError:
         prefix = f"{op}: " if op else ""
         raise DTypeError(f"{prefix}unknown dtype {dtype!r}{where()}; use one of aotjax.float32, float16, "
                          f"bfloat16, float64, int8, int16, int32, int64, uint8, bool, complex64") from None
+    if canonical != requested and (op, requested) not in _truncations_warned:
+        _warn_truncated(requested, canonical, op)
+    return canonical
+
+
+_truncations_warned: set = set()  # (op, requested dtype): jax warns once per process, so do we
+
+
+def _warn_truncated(requested: np.dtype, canonical: np.dtype, op: str) -> None:
+    _truncations_warned.add((op, requested))
+    warnings.warn(f"{op or 'aotjax'}: explicitly requested dtype {requested.name} is not available, and will be "
+                  f"truncated to dtype {canonical.name}. To enable 64-bit dtypes, set the jax_enable_x64 "
+                  f"configuration option (`jax.config.update('jax_enable_x64', True)`, before creating tensors) or "
+                  f"the JAX_ENABLE_X64=1 shell environment variable.", DTypeTruncationWarning,
+                  stacklevel=user_stacklevel())
 
 
 def convert(x, dtype):

@@ -127,7 +127,7 @@ def tensor(data, dtype=None) -> Tensor:
         raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} data{where()}; expected "
                         f"numbers, (nested) lists of numbers or arrays")
     if dt is None:
-        dt = to_dtype(_infer_dtype(data, arr))
+        dt = to_dtype(_infer_dtype(data, arr), "tensor")
     return Tensor._wrap(jnp.asarray(arr, dtype=dt))
 
 

@@ -593,6 +593,19 @@ def _pow_jvp_y(t, ans, x, y):
 
 
 defjvp2(pow_p, _pow_jvp_x, _pow_jvp_y)
+# `x ** n` for a Python int `n` (JAX's `integer_pow`): repeated multiplication, and the derivative
+# `n * x ** (n - 1)` with no `where` for `x == 0` (which the general `pow` rule needs for real `y`).
+integer_pow_p = elementwise("integer_pow", lambda x, *, y: lax.integer_pow(x, y), out_dtype=_ANY.rule("integer_pow"))
+integer_pow__p = inplace_variant(integer_pow_p)
+
+
+def _integer_pow_jvp(t, x, *, y):
+    if y == 0:
+        return Zero(x.aval)
+    return t if y == 1 else mul(t, mul(x if y == 2 else integer_pow_p.bind(x, y=y - 1), y))
+
+
+defjvp(integer_pow_p, _integer_pow_jvp)
 
 
 maximum_p, maximum = _binary_family("maximum", jnp.maximum, _ANY, """The elementwise maximum (NaN propagates).
@@ -699,14 +712,20 @@ for _f in (bitwise_and_, bitwise_or_, bitwise_xor_):
 
 
 def _check_int_pow(x, y) -> None:
-    if (isinstance(y, int) and not isinstance(y, bool) and y < 0 and isinstance(x, Tensor)
+    if (isinstance(y, (int, np.integer)) and not isinstance(y, bool) and y < 0 and isinstance(x, Tensor)
             and category(x.dtype) <= _INT):
         raise ValueError(f"pow: integers to negative integer powers are not allowed (got {x.aval.str_short()} "
                          f"** {y}){source_info.where()}; convert to float first (`x.float() ** {y}`)")
 
 
+def _int_exponent(x, y) -> bool:
+    """Whether `x ** y` is an `integer_pow`: a tensor (or array) to a Python/NumPy int power."""
+    return (isinstance(y, (int, np.integer)) and not isinstance(y, (bool, np.bool_)) and not is_scalar(x))
+
+
 def pow(x, y):
-    """`x ** y`, broadcasting; `int_tensor ** 2` stays integer, `int_tensor ** 0.5` is float32.
+    """`x ** y`, broadcasting; `int_tensor ** 2` stays integer, `int_tensor ** 0.5` is float32. A Python
+    int exponent binds `integer_pow` (repeated multiplication, a simple derivative).
 
     >>> aotjax.pow(aotjax.tensor([2, 3]), 2)
     tensor([4, 9])
@@ -714,11 +733,18 @@ def pow(x, y):
     tensor([8.])
     """
     _check_int_pow(x, y)
+    if _int_exponent(x, y):
+        x = as_tensor(x)
+        dtype = result_type(x, y)  # NOTE: y as given: a NumPy int promotes as a 0-d array, as in `pow`
+        return integer_pow_p.bind(x if x.dtype == dtype else convert(x, dtype), y=int(y))
     return _pow(x, y)
 
 
 def _pow_(x, y):
     _check_int_pow(x, y)
+    if _int_exponent(x, y):
+        check_inplace_cast(pow__p.name, result_type(x, y), x.dtype)
+        return bind_inplace(integer_pow__p, x, y=int(y))
     return _binary_inplace(pow__p, _ANY, x, y)
 
 

@@ -30,7 +30,7 @@ def _float_input(op: str, x, dtype=None):
     bfloat16 inputs, whose results are cast back (as PyTorch computes them)."""
     x = as_tensor(x)
     if dtype is not None:
-        x = x.to(to_dtype(dtype))
+        x = x.to(to_dtype(dtype, op))
     if not is_float(x.dtype):
         raise DTypeError(f"{op}: expected a floating-point tensor, got {x.aval.str_short()}{where()}; convert it "
                          f"first, e.g. `x.float()`")

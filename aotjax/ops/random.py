@@ -53,7 +53,7 @@ def _shape(op: str, shape) -> tuple[int, ...]:
 
 
 def _float_dtype(op: str, dtype) -> np.dtype:
-    dt = to_dtype(dtype)
+    dt = to_dtype(dtype, op)
     if not is_float(dt):
         raise DTypeError(f"{op}: dtype must be a floating-point dtype, got {dt.name}")
     return dt
@@ -176,7 +176,7 @@ def randint(key, shape, low, high, dtype=int) -> Tensor:
     >>> set(x.tolist()) <= {0, 1, 2}
     True
     """
-    dt = to_dtype(dtype)
+    dt = to_dtype(dtype, "randint")
     if category(dt) != 1:
         raise DTypeError(f"randint: dtype must be an integer dtype, got {dt.name}")
     return random_randint_p.bind(_key_operand(key), shape=_shape("randint", shape), dtype=dt, low=int(low),

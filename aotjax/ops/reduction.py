@@ -201,17 +201,17 @@ def _count(x, axes) -> int:
     return math.prod(x.shape[a] for a in axes)
 
 
-def _int_to_default(x, dtype):
+def _int_to_default(x, dtype, op: str):
     """`x` converted to `dtype` if given, else integer and bool tensors to the default int dtype."""
     if dtype is not None:
-        return convert(x, to_dtype(dtype))
+        return convert(x, to_dtype(dtype, op))
     return convert(x, default_int_dtype()) if category(x.dtype) <= _INT else x
 
 
 def _require_float(op: str, x, dtype=None):
     x = as_tensor(x)
     if dtype is not None:
-        x = convert(x, to_dtype(dtype))
+        x = convert(x, to_dtype(dtype, op))
     if category(x.dtype) < _FLOAT:
         raise DTypeError(f"{op}: expected a floating-point tensor, got {x.aval.str_short()}{_where()}; convert it "
                          f"first (`x.float()`) or pass dtype=aotjax.float32")
@@ -234,7 +234,7 @@ def sum(x, dim=None, keepdim: bool = False, *, dtype=None):
     tensor([[3.],
             [7.]])
     """
-    x = _int_to_default(as_tensor(x), dtype)
+    x = _int_to_default(as_tensor(x), dtype, "sum")
     return reduce_sum_p.bind(x, axes=_axes("sum", x, dim), keepdims=bool(keepdim))
 
 
@@ -245,7 +245,7 @@ def prod(x, dim=None, keepdim: bool = False, *, dtype=None):
     >>> aotjax.prod(aotjax.tensor([[1, 2], [3, 4]]), 1)
     tensor([ 2, 12])
     """
-    x = _int_to_default(as_tensor(x), dtype)
+    x = _int_to_default(as_tensor(x), dtype, "prod")
     return reduce_prod_p.bind(x, axes=_axes("prod", x, dim), keepdims=bool(keepdim))
 
 
@@ -268,7 +268,7 @@ def cumsum(x, dim: int, *, dtype=None):
     >>> aotjax.cumsum(aotjax.tensor([1, 2, 3]), 0)
     tensor([1, 3, 6])
     """
-    x = _int_to_default(as_tensor(x), dtype)
+    x = _int_to_default(as_tensor(x), dtype, "cumsum")
     return cumsum_p.bind(x, axis=canonical_dim(dim, x.ndim, "cumsum"))
 
 

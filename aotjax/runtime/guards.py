@@ -42,14 +42,19 @@ def call_key(leaves: list) -> tuple | None:
     return tuple(sig)
 
 
-def hashable_statics(statics: tuple) -> tuple:
-    """Static arguments as a cache key; an unhashable one is a clear error."""
+def hashable_statics(statics: tuple, positions: tuple = (), what: str = "jit") -> tuple:
+    """Static arguments (at `positions` of the call, when given) as a cache key; an unhashable one is a
+    clear error."""
     try:
         hash(statics)
     except TypeError:
-        kinds = ", ".join(type(s).__name__ for s in statics)
-        raise TypeError(f"jit: static arguments must be hashable (use tuples, not lists or dicts); got {kinds}") \
-            from None
+        for s, i in zip(statics, positions or range(len(statics))):
+            try:
+                hash(s)
+            except TypeError:
+                raise TypeError(f"{what}: static arguments must be hashable (use tuples, not lists or dicts); "
+                                f"argument {i} is a {type(s).__name__}") from None
+        raise
     return statics
 
 

@@ -49,7 +49,7 @@ from aotjax.ops.calls import AotEntry, AotVJP, Program, aot_call_p
 from aotjax.partition import JointInfo, Partitioned, default_partition
 from aotjax.runtime import boundary, guards
 from aotjax.runtime.boundary import OutKind, Slot
-from aotjax.transforms.functionalize import Staged, _normalize_argnums, stage_functionalized
+from aotjax.transforms.functionalize import Staged, stage_functionalized
 from aotjax.transforms.jit import Jitted, _Entry, _lowered_program
 from aotjax.transforms.joint import compose_joint, linearize_program, transpose_program
 from aotjax.transforms.passes import run_pass
@@ -86,7 +86,7 @@ def _aot_passes(aot: "Aot", args, kwargs) -> "_AotEntry":
     """aot's pipeline for one input signature: what a plain call runs. Differentiation adds
     `_vjp_passes`; each program is compiled (`aot: lower ...`) when it first runs."""
     staged = run_pass("aot: functionalize", stage_functionalized, aot.fun, args, kwargs,  # trace, functionalize
-                      aot.static_argnums, show=attrgetter("jaxpr")).release()
+                      aot.static_argnums, "aot", show=attrgetter("jaxpr")).release()
     _check_no_traced_consts(staged)
     pure = staged.jaxpr.with_meta(donate=tuple(staged.meta.mutated))  # written inputs are donated
     if aot.decompositions:
@@ -181,6 +181,8 @@ class _AotVJP(AotVJP):
 class Aot(Jitted):
     """An aot-compiled function (see `aot`)."""
 
+    what = "aot"
+
     def __init__(self, fun, fw_compiler, bw_compiler, partition, decompositions, static_argnums,
                  inference_compiler=None):
         super().__init__(fun, static_argnums, donate=True)
@@ -255,7 +257,7 @@ def aot(fun: Callable, fw_compiler: Callable | None = None, bw_compiler: Callabl
     >>> lowered.forward_inputs, lowered.backward_outputs
     (['primal[x]', 'primal[w]'], ['cotangent[x]', 'cotangent[w]'])
     """
-    return Aot(fun, fw_compiler, bw_compiler, partition, decompositions, _normalize_argnums(static_argnums))
+    return Aot(fun, fw_compiler, bw_compiler, partition, decompositions, static_argnums)
 
 
 # -- stages -------------------------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ from aotjax.ops._frontend import as_tensor
 from aotjax.ops.creation import ones, zeros
 from aotjax.runtime import boundary
 from aotjax.tensor import Tensor
+from aotjax.transforms.argnums import call_argnums, fun_name, normalize_argnums
 from aotjax.transforms.passes import run_pass
 
 
@@ -309,11 +310,16 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     >>> aotjax.value_and_grad(loss)(w, aotjax.tensor([1.0, 2.0, 3.0])), w
     ((tensor(12.), tensor([2., 4., 6.])), tensor([2., 2., 2.]))
     """
-    single = isinstance(argnums, int)
-    argnums_t = (argnums,) if single else tuple(argnums)
+    return _value_and_grad(fun, argnums, has_aux, "value_and_grad")
+
+
+def _value_and_grad(fun: Callable, argnums, has_aux: bool, what: str) -> Callable:
+    single = not isinstance(argnums, (tuple, list))
+    argnums_given = normalize_argnums(fun, argnums, what)
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
+        argnums_t = call_argnums(argnums_given, len(args), what, fun)
         args = _as_tensors(args, argnums_t)
         call = _Boundary(fun, args, kwargs, has_aux, "grad")
         diff_leaves = _leaf_range(args, argnums_t)
@@ -359,7 +365,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     >>> aotjax.grad(f)(aotjax.ones(4))
     tensor([2., 6., 6., 6.])
     """
-    vg = value_and_grad(fun, argnums, has_aux)
+    vg = _value_and_grad(fun, argnums, has_aux, "grad")
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
@@ -421,6 +427,13 @@ def _single_tensor(what: str, x):
     return x
 
 
+def _single_argnum(fun: Callable, argnums, what: str) -> tuple[int]:
+    if isinstance(argnums, (tuple, list)):
+        raise TypeError(f"{what} of {fun_name(fun)}: argnums must be a single int (the Jacobian with respect to "
+                        f"one argument), got {argnums!r}; take one Jacobian per argument")
+    return normalize_argnums(fun, argnums, what)
+
+
 def jacfwd(fun: Callable, argnums: int = 0) -> Callable:
     """The Jacobian of `fun` with respect to argument `argnums`, by forward mode (one `jvp` of the
     linearization per input element): shape `out.shape + x.shape`.
@@ -429,7 +442,15 @@ def jacfwd(fun: Callable, argnums: int = 0) -> Callable:
     tensor([[2., 0.],
             [0., 4.]])
     """
+    return _jacfwd(fun, argnums, "jacfwd")
+
+
+def _jacfwd(fun: Callable, argnums, what: str) -> Callable:
+    argnums_given = _single_argnum(fun, argnums, what)
+
+    @functools.wraps(fun)
     def jac(*args):
+        (argnums,) = call_argnums(argnums_given, len(args), what, fun)
         x = _single_tensor("jacfwd", args[argnums])
         out, f_jvp = linearize(lambda xi: fun(*args[:argnums], xi, *args[argnums + 1:]), x)
         basis = eye(x.numel(), dtype=x.dtype)
@@ -448,7 +469,15 @@ def jacrev(fun: Callable, argnums: int = 0) -> Callable:
     tensor([[4., 1.],
             [2., 5.]])
     """
+    return _jacrev(fun, argnums, "jacrev")
+
+
+def _jacrev(fun: Callable, argnums, what: str) -> Callable:
+    argnums_given = _single_argnum(fun, argnums, what)
+
+    @functools.wraps(fun)
     def jac(*args):
+        (argnums,) = call_argnums(argnums_given, len(args), what, fun)
         x = _single_tensor("jacrev", args[argnums])
         out, f_vjp = vjp(lambda xi: fun(*args[:argnums], xi, *args[argnums + 1:]), x)
         out = _single_tensor("jacrev", out)
@@ -466,7 +495,7 @@ def hessian(fun: Callable, argnums: int = 0) -> Callable:
     tensor([[ 6.,  0.],
             [ 0., 12.]])
     """
-    return jacfwd(jacrev(fun, argnums), argnums)
+    return _jacfwd(_jacrev(fun, argnums, "hessian"), argnums, "hessian")
 
 
 def stop_gradient(x: Any) -> Any:

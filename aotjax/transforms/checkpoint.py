@@ -21,6 +21,7 @@ from aotjax.core.source_info import where
 from aotjax.ops.remat import checkpoint_p, name_p
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import Slot
+from aotjax.transforms.argnums import normalize_argnums
 from aotjax.transforms.functionalize import stage_functionalized
 from aotjax.transforms.passes import run_pass
 
@@ -49,7 +50,7 @@ def save_only_these_names(*names: str) -> Callable:
     def policy(prim, *avals, **params) -> bool:
         return prim is name_p and params["name"] in wanted
 
-    policy.__name__ = f"save_only_these_names{tuple(sorted(wanted))}"
+    policy.__name__ = policy.__qualname__ = _policy_name("save_only_these_names", wanted)
     return policy
 
 
@@ -61,8 +62,13 @@ def save_anything_except_these_names(*names: str) -> Callable:
     def policy(prim, *avals, **params) -> bool:
         return not (prim is name_p and params["name"] in unwanted)
 
-    policy.__name__ = f"save_anything_except_these_names{tuple(sorted(unwanted))}"
+    policy.__name__ = policy.__qualname__ = _policy_name("save_anything_except_these_names", unwanted)
     return policy
+
+
+def _policy_name(maker: str, names: frozenset) -> str:
+    """`save_only_these_names('a', 'b')`: how a policy made from names prints (in jaxprs too)."""
+    return f"{maker}({', '.join(map(repr, sorted(names)))})"
 
 
 class checkpoint_policies:  # noqa: N801  (a namespace, named as JAX's)
@@ -89,12 +95,12 @@ def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool 
     f32[1]  4 bytes  argument x
     """
     policy = policy or nothing_saveable
-    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    static_argnums = normalize_argnums(fun, static_argnums, "checkpoint", "static_argnums")
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
         staged = run_pass("checkpoint: functionalize", stage_functionalized, fun, args, kwargs, static_argnums,
-                          show=attrgetter("jaxpr"))
+                          "checkpoint", show=attrgetter("jaxpr"))
         meta, closed = staged.meta, staged.jaxpr
         if meta.mutated or meta.metadata:
             raise UnsupportedError(f"checkpoint: the region writes into its arguments in place{where()}; write "

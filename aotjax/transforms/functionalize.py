@@ -16,11 +16,8 @@ from aotjax.interpreters.functionalize import FunctionalizeTrace
 from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import BoundaryMeta, InputGroup, OutKind, Slot
+from aotjax.transforms.argnums import normalize_argnums
 from aotjax.transforms.make_jaxpr import split_static
-
-
-def _normalize_argnums(argnums) -> tuple[int, ...]:
-    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
 
 def functionalize(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
@@ -47,11 +44,11 @@ def functionalize(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Ca
         f:f32[3] = copy_ a d
       in (e,) }
     """
-    static_argnums = _normalize_argnums(static_argnums)
+    static_argnums = normalize_argnums(fun, static_argnums, "functionalize", "static_argnums")
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
-        dyn, merge = split_static(args, static_argnums)
+        dyn, _, merge = split_static(args, static_argnums, kwargs, "functionalize", fun)
         leaves, in_tree = jax.tree_util.tree_flatten((dyn, kwargs))
         groups = boundary.group_inputs(leaves)
         bases = boundary.entry_bases(groups, leaves)  # NOTE: read at the caller's level, before the new one
@@ -89,12 +86,13 @@ class Staged:
         return self
 
 
-def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_argnums: Sequence[int] = ()) -> Staged:
+def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_argnums: Sequence[int] = (),
+                         what: str = "jit") -> Staged:
     """Trace `fun(*args, **kwargs)` through functionalize into a pure ClosedJaxpr (inputs: the input
     groups' bases; outputs: new values, then the new bases of written inputs, then the intermediate
     bases that outputs view) and the BoundaryMeta that maps its results back onto the call: the
     `functionalize` pass of `jit`, `aot` and `checkpoint`."""
-    dyn, merge = split_static(args, static_argnums)
+    dyn, static, merge = split_static(args, static_argnums, kwargs, what, fun)
     path_leaves, in_tree = jax.tree_util.tree_flatten_with_path((dyn, kwargs))
     leaves = [x for _, x in path_leaves]
     groups = boundary.group_inputs(leaves, scalars=True)
@@ -113,7 +111,7 @@ def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_arg
                   for slot, k in meta.layout]
         out_tracers = [full_raise(jtrace, v) for v in values]
         closed = jtrace.builder.build([t._var for t in base_tracers], out_tracers)
-    meta.input_names = _input_names(fun, path_leaves, len(args), static_argnums)
+    meta.input_names = _input_names(fun, path_leaves, len(args), static)
     meta.output_names = ["out" + jax.tree_util.keystr(p) for p, _ in out_paths]
     closed.meta = JaxprMeta(name=getattr(fun, "__name__", "fn"))
     return Staged(closed, meta, groups, leaves)
@@ -130,14 +128,13 @@ def _output_layout(meta: BoundaryMeta) -> list[tuple[Slot, int]]:
             + [(Slot.BASE, k) for k in rest])
 
 
-def _input_names(fun: Callable, path_leaves, n_args: int, static_argnums) -> list[str]:
+def _input_names(fun: Callable, path_leaves, n_args: int, static: Sequence[int]) -> list[str]:
     """`x`, `params['w']`, ... for each flat argument: the parameter name and the pytree path."""
     try:
         params = [p.name for p in inspect.signature(fun).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         params = []
-    static = {i % n_args for i in static_argnums} if n_args else set()
     dynamic_positions = [i for i in range(n_args) if i not in static]
     names = []
     for path, _ in path_leaves:

@@ -21,7 +21,8 @@ from aotjax.lowering.to_jax import avals_to_structs, flat_function
 from aotjax.runtime import boundary, guards
 from aotjax.runtime.boundary import GroupKind, Slot
 from aotjax.tensor import Tensor
-from aotjax.transforms.functionalize import Staged, _normalize_argnums, functionalize, stage_functionalized
+from aotjax.transforms.argnums import fun_name, normalize_argnums
+from aotjax.transforms.functionalize import Staged, functionalize, stage_functionalized
 from aotjax.transforms.make_jaxpr import split_static
 from aotjax.transforms.passes import run_pass
 
@@ -92,18 +93,22 @@ def _lowered_program(entry: _Entry):
 class Jitted:
     """A function compiled through XLA on first call for each new input signature. See `jit`."""
 
-    def __init__(self, fun: Callable, static_argnums: Sequence[int], donate: bool):
+    what = "jit"  # the transform's name, for messages
+
+    def __init__(self, fun: Callable, static_argnums: int | Sequence[int], donate: bool):
         self.fun = fun
-        self.static_argnums = static_argnums
+        self.static_argnums = normalize_argnums(fun, static_argnums, self.what, "static_argnums")
         self.donate = donate
         self._cache: dict = {}
         self.trace_count = 0
         functools.update_wrapper(self, fun, updated=())  # NOTE: not fun.__dict__: a wrapped Jitted has state
 
     def _split(self, args, kwargs):
-        dyn = split_static(args, self.static_argnums)[0] if self.static_argnums else args
+        dyn, statics = args, ()
+        if self.static_argnums:
+            dyn, static, _ = split_static(args, self.static_argnums, kwargs, self.what, self.fun)
+            statics = guards.hashable_statics(tuple(args[i] for i in static), static, self.what)
         leaves, in_tree = jax.tree_util.tree_flatten((dyn, kwargs))
-        statics = tuple(args[i % len(args)] for i in self.static_argnums) if args else ()
         return leaves, in_tree, statics
 
     def __call__(self, *args, **kwargs):
@@ -112,7 +117,7 @@ class Jitted:
         if signature is None:
             # NOTE: under another transform the body is inlined into it, functionalized.
             return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
-        key = (in_tree, guards.hashable_statics(statics) if statics else (), signature)
+        key = (in_tree, statics, signature)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._cache[key] = self._stage(args, kwargs)
@@ -122,7 +127,7 @@ class Jitted:
         """jit's pipeline, once per input signature."""
         self.trace_count += 1
         staged = run_pass("jit: functionalize", stage_functionalized, self.fun, args, kwargs,  # the pure program
-                          self.static_argnums, show=attrgetter("jaxpr")).release()
+                          self.static_argnums, self.what, show=attrgetter("jaxpr")).release()
         return run_pass("jit: lower", _Entry, staged, self.donate, show=_lowered_program)  # jax.jit, donating
 
     def lower(self, *args, **kwargs) -> "Lowered":
@@ -133,6 +138,19 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+
+    def __repr__(self) -> str:
+        options = f", static_argnums={self.static_argnums}" if self.static_argnums else ""
+        options += ", donate=False" if not self.donate else ""
+        n = len(self._cache)
+        return f"{self.what}({fun_name(self.fun)}{options}): {n} program{'' if n == 1 else 's'} cached"
+
+
+def _signature(closed) -> str:
+    """`(f32[3], i32[]) -> (f32[],)`: a program's input and output types."""
+    ins = ", ".join(a.str_short() for a in closed.in_avals)
+    outs = ", ".join(a.str_short() for a in closed.out_avals)
+    return f"({ins}) -> ({outs}{',' if len(closed.out_avals) == 1 else ''})"
 
 
 class Lowered:
@@ -182,6 +200,12 @@ class Lowered:
     def __str__(self) -> str:
         return f"{self.jaxpr.pretty(source_info=True)}\n{self.meta.describe()}"
 
+    def __repr__(self) -> str:
+        return f"Lowered({self._jitted.what}({fun_name(self._jitted.fun)}) {_signature(self.jaxpr)})"
+
+    def _repr_pretty_(self, p, cycle):  # IPython / Jupyter: the program and its boundary
+        p.text(str(self))
+
 
 class Compiled:
     """A jitted function compiled for one input signature: call it with arguments of that signature
@@ -207,6 +231,9 @@ class Compiled:
     def memory_analysis(self):
         return self._executable.memory_analysis()
 
+    def __repr__(self) -> str:
+        return f"Compiled({self._jitted.what}({fun_name(self._jitted.fun)}) {_signature(self._entry.staged.jaxpr)})"
+
 
 def jit(fun: Callable, static_argnums: int | Sequence[int] = (), donate: bool = True) -> Jitted:
     """Compile `fun` through XLA, keeping eager semantics at the call.
@@ -225,4 +252,4 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), donate: bool = 
     >>> step(w, aotjax.ones(3)), w
     (tensor(0.75), tensor([0.5, 0.5, 0.5]))
     """
-    return Jitted(fun, _normalize_argnums(static_argnums), donate)
+    return Jitted(fun, static_argnums, donate)

@@ -10,19 +10,23 @@ from aotjax.core.avals import PYTHON_SCALARS, ShapedArray, canonicalize_dtype, p
 from aotjax.core.interpreter import full_raise, new_main
 from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
 from aotjax.tensor import Tensor
+from aotjax.transforms.argnums import normalize_argnums, static_positions
 from aotjax.transforms.passes import run_pass
 
 
-def split_static(args: Sequence, static_argnums: Sequence[int]):
-    """Separate static positional arguments (kept as Python values) from dynamic ones."""
-    static = {i % len(args) if args else i for i in static_argnums}
+def split_static(args: Sequence, static_argnums: Sequence[int], kwargs: dict | None = None, what: str = "make_jaxpr",
+                 fun: Callable | None = None):
+    """Separate static positional arguments (kept as Python values) from dynamic ones: returns the
+    dynamic ones, the static positions of this call (checked by `static_positions`: in range,
+    holding no array) and `merge(dynamic values) -> all positional arguments`."""
+    static = static_positions(static_argnums, args, kwargs or {}, what, fun) if static_argnums else ()
     dyn = [a for i, a in enumerate(args) if i not in static]
 
     def merge(dyn_vals):
         it = iter(dyn_vals)
         return [args[i] if i in static else next(it) for i in range(len(args))]
 
-    return dyn, merge
+    return dyn, static, merge
 
 
 def input_aval(x: Any) -> tuple[ShapedArray, Any, int]:
@@ -39,7 +43,7 @@ def input_aval(x: Any) -> tuple[ShapedArray, Any, int]:
 
 def trace_to_jaxpr(fun: Callable, args: Sequence, kwargs: dict, static_argnums: Sequence[int] = ()):
     """Trace `fun(*args, **kwargs)` into a ClosedJaxpr (with `in_tree` and `out_tree` set)."""
-    dyn, merge = split_static(args, static_argnums)
+    dyn, _, merge = split_static(args, static_argnums, kwargs, "make_jaxpr", fun)
     leaves, in_tree = jax.tree_util.tree_flatten((dyn, kwargs))
     with new_main(JaxprTrace, JaxprBuilder(), dynamic=True) as main:
         trace = main.trace
@@ -72,7 +76,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
         d:f32[3] = sin a
       in (d,) }
     """
-    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    static_argnums = normalize_argnums(fun, static_argnums, "make_jaxpr", "static_argnums")
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):

@@ -2,6 +2,8 @@
 UNARY and BINARY): values and result dtypes (PyTorch's promotion), broadcasting, 0-d tensors, the in-place
 variant written through a view into its base, the traced program against eager, and errors that name the
 op. NumPy references keep the tests fast (jax's eager ops compile once per shape)."""
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -176,6 +178,33 @@ def test_operator_inplace_keeps_identity(op):
     assert id(x) == x_id and x.tolist() == [3.0, 5.0]
 
 
+# -- integer_pow: `x ** n` for a Python int n -------------------------------------------------------
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5, -1, -2])
+def test_integer_pow_derivative_is_n_x_to_the_n_minus_1(n):
+    x = np.array([0.5, -1.5, 2.0, 3.0])
+    g = aotjax.grad(lambda x: (x ** n).sum())(T(x))
+    ref = jax.grad(lambda x: (x ** n).sum())(jnp.asarray(x))
+    np.testing.assert_allclose(g.numpy(), np.asarray(ref), rtol=1e-12)
+    eps = 1e-6
+    fd = ((x + eps) ** n - (x - eps) ** n) / (2 * eps)
+    np.testing.assert_allclose(g.numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("f", [lambda x: x ** 2, lambda x: aotjax.pow(x, 3), lambda x: x.clone().pow_(2),
+                               lambda x: x ** -1], ids=["x**2", "pow(x,3)", "pow_", "x**-1"])
+def test_integer_pow_gradient_has_no_zero_branch(f):
+    x = T([1.0, 2.0])
+    names = {e.primitive.name for e in aotjax.make_jaxpr(aotjax.grad(lambda x: f(x).sum()))(x).eqns}
+    assert "integer_pow" in names or "integer_pow_" in names
+    assert not names & {"where", "eq", "pow"}, names
+
+
+def test_a_float_or_tensor_exponent_keeps_the_general_pow():
+    names = [e.primitive.name for e in aotjax.make_jaxpr(lambda x, y: (x ** 2.0, x ** y, 2 ** x))(T([1.0]), T([2.0]))
+             .eqns]
+    assert names.count("pow") == 3 and "integer_pow" not in names
+
+
 # -- promotion through the ops -----------------------------------------------------------------------
 PROMOTION = [
     ("int * float scalar", lambda: T([1, 2]) * 2.5, F32, [2.5, 5.0]),
@@ -195,6 +224,11 @@ PROMOTION = [
     ("float % negative", lambda: T([3.0, -3.0]) % -2, F32, [-1.0, -1.0]),
     ("int ** int", lambda: T([2, 3]) ** 2, I64, [4, 9]),
     ("int ** float", lambda: T([4, 9]) ** 0.5, F32, [2.0, 3.0]),
+    ("bool ** int", lambda: T([True, False]) ** 2, I64, [1, 0]),
+    ("int8 0-d ** int", lambda: T(3, dtype=aotjax.int8) ** 2, np.dtype(np.int8), [9]),
+    ("half ** int", lambda: T([3.0], dtype=aotjax.float16) ** 2, F16, [9.0]),
+    ("float ** negative int", lambda: T([2.0, 4.0]) ** -1, F32, [0.5, 0.25]),
+    ("int ** numpy int", lambda: T([2, 3]) ** np.int64(3), I64, [8, 27]),
     ("float scalar ** int tensor", lambda: 2.0 ** T([1, 2]), F32, [2.0, 4.0]),
     ("scalar - tensor", lambda: 10 - T([1, 2]), I64, [9, 8]),
     ("int < float scalar", lambda: T([2, 3]) < 2.5, BOOL, [True, False]),
@@ -225,6 +259,7 @@ INPLACE_CASTS = [
     ("bool |= bool", lambda x: x.bitwise_or_(T([True, False])), [False, False], BOOL, [True, False]),
     ("int.clamp_(int)", lambda x: x.clamp_(max=1), [0, 5], I64, [0, 1]),
     ("int.floor_divide_", lambda x: x.floor_divide_(-2), [3, 4], I64, [-2, -2]),
+    ("int **= int", lambda x: x.pow_(2), [2, 3], I64, [4, 9]),
 ]
 
 
@@ -244,6 +279,7 @@ INPLACE_ERRORS = [
     ("int.lerp_", lambda: T([1]).lerp_(T([2]), 0.5), "lerp_"),
     ("int.atan2_", lambda: T([1]).atan2_(T([1])), "atan2_"),
     ("bool.square_()", lambda: T([True]).square_(), "square_"),
+    ("bool.pow_(int)", lambda: T([True]).pow_(2), "pow_"),
 ]
 
 
