@@ -45,19 +45,9 @@ from aotjax.ops.promotion import (
 from aotjax.tensor import Tensor, method, reflected
 
 __all__ = [
-    "convert_element_type_p", "to",
-    "neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid",
-    "relu", "gelu", "silu", "erf", "floor", "ceil", "round", "sign", "reciprocal", "square", "isnan",
-    "isfinite", "logical_not", "bitwise_not",
-    "neg_", "abs_", "exp_", "log_", "log1p_", "expm1_", "sqrt_", "rsqrt_", "sin_", "cos_", "tan_", "tanh_",
-    "sigmoid_", "relu_", "gelu_", "silu_", "erf_", "floor_", "ceil_", "round_", "sign_", "reciprocal_",
-    "square_", "logical_not_", "bitwise_not_",
-    "add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "atan2", "eq", "ne",
-    "lt", "le", "gt", "ge", "logical_and", "logical_or", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "add_", "sub_", "mul_", "div_", "floor_divide_", "remainder_", "pow_", "atan2_", "eq_", "ne_", "lt_",
-    "le_", "gt_", "ge_", "logical_and_", "logical_or_", "bitwise_and_", "bitwise_or_", "bitwise_xor_",
-    "where", "clamp", "clip", "clamp_", "clip_", "lerp", "lerp_",
-]
+    "convert_element_type_p", "to", "add", "sub", "div", "floor_divide", "add_", "sub_", "div_", "floor_divide_",
+    "where", "clamp", "clip", "clamp_", "clip_", "lerp", "lerp_", "gelu", "gelu_", "round", "round_",
+]  # NOTE: the unary and binary families add their op functions as they define them (`_public`)
 
 _BOOL_DTYPE = np.dtype(np.bool_)
 
@@ -152,6 +142,15 @@ _SQUARE = _DtypeClass(lambda dt: default_int_dtype() if dt == _BOOL_DTYPE else d
                       lambda dt: dt, "numeric (non-bool)")
 
 
+def _public(*fns):
+    """Export the op functions `fns` and install each as the Tensor method of its name: a family's ops
+    become public where the family defines them."""
+    for fn in fns:
+        method(fn)
+        __all__.append(fn.__name__)
+    return fns
+
+
 def _doc(fn, name: str, doc: str):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -182,14 +181,14 @@ def _unary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
         return prim.bind(_unary_operand(cls, x))
 
     if not inplace:
-        return prim, _doc(op, name, doc)
+        return (prim, *_public(_doc(op, name, doc)))
     prim_ = inplace_variant(prim)
 
     def op_(x):
         _check_unary_inplace(prim_, cls, x)
         return bind_inplace(prim_, x)
 
-    return prim, prim_, _doc(op, name, doc), _doc(op_, name + "_", _inplace_doc(name))
+    return (prim, prim_, *_public(_doc(op, name, doc), _doc(op_, name + "_", _inplace_doc(name))))
 
 
 def _keep_integers(fn):
@@ -490,7 +489,7 @@ def _binary_family(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool =
         return _binary(prim, cls, x, y)
 
     if not inplace:
-        return prim, _doc(op, name, doc)
+        return (prim, *_public(_doc(op, name, doc)))
     prim_ = inplace_variant(prim)
 
     def op_(x, y):
@@ -502,7 +501,7 @@ def _binary_family(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool =
     >>> x.{name}_(aotjax.tensor([2.0, 1.0, 1.0])) is x
     True
     """
-    return prim, prim_, _doc(op, name, doc), _doc(op_, name + "_", inplace_doc)
+    return (prim, prim_, *_public(_doc(op, name, doc), _doc(op_, name + "_", inplace_doc)))
 
 
 add_p = elementwise("add", jnp.add, out_dtype=_ANY.rule("add"))
@@ -982,15 +981,9 @@ hooks.add = add_p.bind  # tangents and cotangents are summed with `add`
 
 
 # -- Tensor methods and operators ----------------------------------------------------------------
-for _op in (neg, abs, exp, log, log1p, expm1, sqrt, rsqrt, sin, cos, tan, tanh, sigmoid, relu, gelu, silu, erf,
-            floor, ceil, round, sign, reciprocal, square, isnan, isfinite, logical_not,
-            neg_, abs_, exp_, log_, log1p_, expm1_, sqrt_, rsqrt_, sin_, cos_, tan_, tanh_, sigmoid_, relu_, gelu_,
-            silu_, erf_, floor_, ceil_, round_, sign_, reciprocal_, square_, logical_not_,
-            add, sub, mul, div, floor_divide, remainder, pow, maximum, minimum, atan2, eq, ne, lt, le, gt, ge,
-            logical_and, logical_or, bitwise_and, bitwise_or, bitwise_xor, bitwise_not, where, lerp,
-            add_, sub_, mul_, div_, floor_divide_, remainder_, pow_, atan2_, eq_, ne_, lt_, le_, gt_, ge_,
-            logical_and_, logical_or_, bitwise_and_, bitwise_or_, bitwise_xor_, lerp_):
-    method(_op)
+for _op in (add, sub, div, floor_divide, pow, where, lerp, gelu, round, add_, sub_, div_, floor_divide_, pow_, lerp_,
+            gelu_, round_):
+    method(_op)  # NOTE: the ops the families define are installed by `_public`; `pow`/`pow_` replace theirs
 method(clamp, "clamp", "clip")
 method(clamp_, "clamp_", "clip_")
 for _op, _name in ((add, "add"), (sub, "sub"), (mul, "mul"), (div, "truediv"), (floor_divide, "floordiv"),
@@ -1000,5 +993,5 @@ for _op, _name in ((add, "add"), (sub, "sub"), (mul, "mul"), (div, "truediv"), (
 for _op, _name in ((eq, "eq"), (ne, "ne"), (lt, "lt"), (le, "le"), (gt, "gt"), (ge, "ge"), (neg, "neg"),
                    (abs, "abs"), (bitwise_not, "invert"), (add_, "iadd"), (sub_, "isub"), (mul_, "imul"),
                    (div_, "itruediv"), (floor_divide_, "ifloordiv"), (remainder_, "imod"), (pow_, "ipow"),
-                   (bitwise_and_, "iand"), (bitwise_or_, "ior")):
+                   (bitwise_and_, "iand"), (bitwise_or_, "ior"), (bitwise_xor_, "ixor")):
     method(_op, f"__{_name}__")
