@@ -144,7 +144,7 @@ class _AotEntry(AotEntry):
         key = tuple(wanted) if wanted is not None else None
         v = self._vjps.get(key)
         if v is None:
-            v = self._vjps[key] = _vjp_passes(self, key)
+            v = self._vjps.setdefault(key, _vjp_passes(self, key))  # NOTE: as `Jitted._publish`, for threads
         return v
 
     def __repr__(self) -> str:
@@ -199,7 +199,7 @@ class Aot(Jitted):
     def _entry(self, args, kwargs, key) -> _AotEntry:
         entry = self._cache.get(key)
         if entry is None:
-            entry = self._cache[key] = self._stage(args, kwargs)
+            entry = self._publish(key, self._stage(args, kwargs))
         return entry
 
     def __call__(self, *args, **kwargs):
