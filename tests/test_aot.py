@@ -7,6 +7,7 @@ compilation, and the AOTAutograd names (`aot_function`, `aot_module`).
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import jax
@@ -352,8 +353,7 @@ def test_signature_programs_compute_the_gradient_in_that_order():
     lowered = aotjax.aot(_step).lower(carry, x)
     flat = jax.tree_util.tree_leaves((carry, x))  # flatten order: carry['a'], carry['b'], x['biases'], x['weights']
     outs = aotjax.eval_jaxpr(lowered.forward, *flat)
-    n_out = len(lowered.forward_outputs) - sum(i is None for i in lowered.saved_inputs)
-    user_outs, residuals = outs[:n_out], lowered.residuals_from(flat, outs)
+    user_outs, residuals = outs[:lowered.num_forward_outputs], lowered.residuals_from(flat, outs)
     _close(user_outs, jax.tree_util.tree_leaves(_step(carry, x)))
     in_cts = aotjax.eval_jaxpr(lowered.backward, *residuals, *[aotjax.ones_like(o) for o in user_outs])
     want = aotjax.grad(lambda c, xs: _total(_step(c, xs)), argnums=(0, 1))(carry, x)
@@ -491,6 +491,88 @@ def test_descriptors_are_structured_and_print_as_documented():
     assert "cotangent[updated[a]]" in lowered.backward_inputs
 
 
+# -- 5e. the table from user outputs to forward outputs ---------------------------------------------------------------
+def _returned_twice(a, w):
+    a = a @ w
+    return a, a
+
+
+def _only_views(a, w):
+    b = a @ w
+    return b.t(), b.t()[1]
+
+
+def _every_kind(a, w):
+    b = a @ w
+    a.mul_(2)
+    return b, b.t(), b.t()[1], a, a[0], 3, a
+
+
+_OUTPUT_TABLES = {
+    _returned_twice: ["out[0] = forward output 0 (same value as out[1])",
+                      "out[1] = forward output 0 (same value as out[0])"],
+    _only_views: ["out[0] = view of base[0] (forward output 0): permute(perm=(1, 0))",
+                  "out[1] = view of base[0] (forward output 0): permute(perm=(1, 0)) -> select(dim=0, index=1)"],
+    _every_kind: ["out[0] = forward output 0",
+                  "out[1] = view of out[0] (forward output 0): permute(perm=(1, 0))",
+                  "out[2] = view of out[0] (forward output 0): permute(perm=(1, 0)) -> select(dim=0, index=1)",
+                  "out[3] = input a (same value as out[6]), written in place (new value: forward output 1)",
+                  "out[4] = view of input a: select(dim=0, index=0); a is written in place (new value: forward "
+                  "output 1)",
+                  "out[5] = constant 3 (no program output)",
+                  "out[6] = input a (same value as out[3]), written in place (new value: forward output 1)"],
+}
+
+
+def _replay(row, forward_outs: list, inputs: dict):
+    """A user output rebuilt from the forward program's outputs as its row of the table says."""
+    from aotjax.runtime.boundary import OutKind
+
+    if row.kind is OutKind.CONST:
+        return int(row.source)
+    value = forward_outs[row.forward_output] if row.forward_output is not None else inputs[row.source]
+    for step in row.chain:
+        value = step.prim.bind(value, **dict(step.params))
+    return value
+
+
+@pytest.mark.parametrize("fn", list(_OUTPUT_TABLES), ids=lambda fn: fn.__name__)
+def test_every_user_output_has_a_row_in_the_output_table(fn):
+    lowered = aotjax.aot(fn).lower(_t(2, 2), _t(2, 2, offset=1.0))
+    rows = [str(row) for row in lowered.user_outputs]
+    assert rows == _OUTPUT_TABLES[fn]
+    assert f"outputs of {fn.__name__}:\n" + "\n".join(f"  {r}" for r in rows) in str(lowered)
+    a, w = _t(2, 2), _t(2, 2, offset=1.0)
+    forward_outs = aotjax.eval_jaxpr(lowered.forward, a, w)
+    got = [_replay(row, forward_outs, {"a": a, "w": w}) for row in lowered.user_outputs]
+    eager_a = _t(2, 2)
+    _close(got, list(fn(eager_a, _t(2, 2, offset=1.0))))
+
+
+def test_num_forward_outputs_counts_the_outputs_before_the_residuals():
+    lowered = aotjax.aot(_every_kind).lower(_t(2, 2), _t(2, 2, offset=1.0))
+    assert lowered.num_forward_outputs == 2
+    assert lowered.forward_outputs[:2] == ["out[0]", "updated[a]"]
+    assert all(d.startswith("residual") for d in lowered.forward_outputs[2:])
+    lowered = aotjax.aot(_four_kinds).lower(_t(2, 3), _t(2, 3, offset=0.3))
+    assert lowered.num_forward_outputs == 3  # out[0], updated[a], base[0]
+    assert lowered.num_forward_outputs == len(lowered.forward_outputs) - sum(i is None for i in lowered.saved_inputs)
+
+
+def test_lowered_repr_and_pretty_display():
+    lowered = aotjax.aot(_returned_twice).lower(_t(2, 2), _t(2, 2))
+    assert repr(lowered) == ("AotLowered(aot(_returned_twice) (f32[2,2], f32[2,2]) -> 2 outputs; forward 1 equation, "
+                             "1 output + 0 residuals; backward 4 equations; 2 residuals, 32 bytes)")
+    printed = []
+
+    class _Printer:  # what IPython hands `_repr_pretty_`
+        def text(self, s):
+            printed.append(s)
+
+    lowered._repr_pretty_(_Printer(), False)
+    assert printed == [str(lowered)]
+
+
 # -- 6. guards, no retrace, lazy compilers ---------------------------------------------------------------------
 def _prod_loss(a, b):
     return (a * b).sin().sum()
@@ -588,6 +670,129 @@ def test_printing_compiler(capsys):
     printed = capsys.readouterr().out
     assert printed.count("lambda") == 3  # inference, forward, backward
     assert "sin" in printed and "cos" in printed
+
+
+# -- 6b. the compilers' contract --------------------------------------------------------------------------------------
+def _two_outputs(a, b):
+    return (a * b).sin().sum(), a.cos()
+
+
+def _xla_then(fix_outputs):
+    def compile_(jaxpr, avals):
+        fn = aotjax.xla_compiler(jaxpr, avals)
+        return lambda *args: fix_outputs(list(fn(*args)))
+    return compile_
+
+
+def returns_none(jaxpr, avals):
+    return None
+
+
+def returns_a_number(jaxpr, avals):
+    return 42
+
+
+def raises_while_compiling(jaxpr, avals):
+    raise ValueError("no backend for this program")
+
+
+def returns_one_array(jaxpr, avals):
+    return _xla_then(lambda outs: outs[0])(jaxpr, avals)
+
+
+def drops_an_output(jaxpr, avals):
+    return _xla_then(lambda outs: outs[:-1])(jaxpr, avals)
+
+
+def returns_wrong_shapes(jaxpr, avals):
+    return _xla_then(lambda outs: [jnp.zeros((5,), o.dtype) for o in outs])(jaxpr, avals)
+
+
+def returns_wrong_dtypes(jaxpr, avals):
+    return _xla_then(lambda outs: [o.astype(jnp.int32) for o in outs])(jaxpr, avals)
+
+
+def returns_a_raising_callable(jaxpr, avals):
+    def run(*args):
+        raise RuntimeError("device lost")
+    return run
+
+
+# (compiler, what the error says after naming the compiler and the program); `{n}` is the program's number of
+# outputs, `{first}` its first output's descriptor, `{aval}` that output's type.
+_BAD_COMPILERS = [
+    (returns_none, r"returned None, which is not callable"),
+    (returns_a_number, r"returned 42 \(an int\), which is not callable"),
+    (raises_while_compiling, r"raised: ValueError: no backend for this program"),
+    (returns_one_array, r"returned a callable that returned .*; expected a list or tuple of {n} arrays"),
+    (drops_an_output, r"returned a callable that returned {n_minus_1} outputs?; expected {n}: {aval} {first}"),
+    (returns_wrong_shapes, r"output 0 \({first}\): expected {aval}, got {dtype}\[5\]"),
+    (returns_wrong_dtypes, r"output 0 \({first}\): expected {aval}, got i32"),
+    (returns_a_raising_callable, r"returned a callable that raised: RuntimeError: device lost"),
+]
+
+
+def _compile_with(program: str, compiler):
+    """`_two_outputs` aot-compiled with `compiler` for `program` (XLA's for the others), and how to run it."""
+    args = _t(3), _t(3, offset=0.5)
+    if program == "inference":
+        compiled = aotjax.aot_function(_two_outputs, inference_compiler=compiler)
+        return compiled, lambda: compiled(*args)
+    options = {"fw_compiler": compiler, "bw_compiler": aotjax.xla_compiler} if program == "forward" else {
+        "bw_compiler": compiler}
+    compiled = aotjax.aot(_two_outputs, **options)
+    return compiled, lambda: aotjax.grad(lambda a, b: _total(compiled(a, b)), argnums=(0, 1))(*args)
+
+
+def _program_outputs(program: str) -> tuple[list[str], list]:
+    lowered = aotjax.aot(_two_outputs).lower(_t(3), _t(3))
+    if program == "inference":
+        return ["out[0]", "out[1]"], list(lowered.jaxpr.out_avals)
+    if program == "forward":
+        return lowered.forward_outputs, list(lowered.forward.out_avals)
+    return lowered.backward_outputs, list(lowered.backward.out_avals)
+
+
+@pytest.mark.parametrize("program,option", [("inference", "inference_compiler"), ("forward", "fw_compiler"),
+                                            ("backward", "bw_compiler")])
+@pytest.mark.parametrize("compiler,says", _BAD_COMPILERS, ids=[c.__name__ for c, _ in _BAD_COMPILERS])
+def test_a_compiler_breaking_its_contract_is_named(program, option, compiler, says):
+    from aotjax.core.errors import CompilerError
+
+    _, run = _compile_with(program, compiler)
+    names, avals = _program_outputs(program)
+    says = says.format(n=len(avals), n_minus_1=len(avals) - 1, first=re.escape(names[0]),
+                       aval=re.escape(avals[0].str_short()), dtype=re.escape(avals[0].str_short().split("[")[0]))
+    with pytest.raises(CompilerError) as info:
+        run()
+    message = str(info.value)
+    assert message.startswith(f"{option} `{compiler.__name__}`, compiling the {program} program of `_two_outputs` "
+                              f"(at test_aot.py:")  # the compiler, the program, the user's line
+    assert re.search(says, message), message
+    if compiler in (raises_while_compiling, returns_a_raising_callable):
+        assert type(info.value.__cause__) in (ValueError, RuntimeError)  # the compiler's own error, chained
+
+
+def test_a_user_compiler_is_checked_on_every_call_and_xla_is_trusted():
+    def shrinks_on_second_call(jaxpr, avals):
+        fn, calls = aotjax.xla_compiler(jaxpr, avals), []
+
+        def run(*args):
+            calls.append(1)
+            outs = list(fn(*args))
+            return outs if len(calls) == 1 else outs[:0]
+        return run
+
+    compiled = aotjax.aot(_prod_loss, fw_compiler=shrinks_on_second_call)
+    args = _t(2, 3), _t(2, 3, offset=1.0)
+    _close(compiled(*args), _prod_loss(*args))
+    from aotjax.core.errors import CompilerError
+
+    with pytest.raises(CompilerError, match="returned a callable that returned 0 outputs; expected 1"):
+        compiled(_t(2, 3), _t(2, 3))  # the same program: the second call of its callable
+    lowered = aotjax.aot(_prod_loss).lower(*args)
+    assert not lowered._entry.inference.check_calls and not lowered._vjp.forward.check_calls
+    assert compiled._cache and all(e.inference.check_calls for e in compiled._cache.values())
 
 
 # -- 7. AOTAutograd's names, stages, forward mode -------------------------------------------------------------------

@@ -26,5 +26,10 @@ class AliasingError(AotjaxError, RuntimeError):
     """A write that PyTorch semantics forbid (through overlapping memory, on a captured tensor, ...)."""
 
 
+class CompilerError(AotjaxError, RuntimeError):
+    """A compiler given to `aot` broke its contract (returned no callable, or a callable whose outputs do not
+    match the program's), or raised."""
+
+
 class DTypeTruncationWarning(UserWarning):
     """A 64-bit dtype was asked for without jax's x64 mode: the data gets its 32-bit form."""

@@ -5,9 +5,14 @@ level among its tracer arguments (or the dynamic trace, if higher), raises every
 trace and lets it process the primitive; the trace binds whatever it computes in turn, which
 reaches the levels below. Level 0 is eager evaluation. The dynamic trace is the innermost staging
 trace (`make_jaxpr`), so that ops with no traced operands (`zeros(3)`) are staged too.
+
+The stack is per thread (`_state`, a `threading.local`): each thread starts with eager evaluation
+alone at level 0, so two threads can trace (`make_jaxpr`, `grad`, a `jit` first call) at once
+without seeing each other's interpreters. `bind` reads it once.
 """
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from typing import Any
 
@@ -69,31 +74,46 @@ class Tracer:
             f"(static_argnums=...) if it is a configuration value.")
 
 
-_stack: list[MainTrace] = []
-_dynamic: MainTrace | None = None
+_eval_trace_type: type | None = None  # level 0 of every thread's stack (set by `install_eval_trace`)
+
+
+class _ThreadState(threading.local):
+    """The current thread's interpreter stack (`stack[0]` is eager evaluation) and dynamic trace, the
+    innermost staging trace. `__init__` runs once in each thread, on its first use."""
+
+    def __init__(self):
+        self.stack: list[MainTrace] = []
+        self.dynamic: MainTrace | None = None
+        if _eval_trace_type is not None:
+            self.dynamic = MainTrace(0, _eval_trace_type, None)
+            self.stack.append(self.dynamic)
+
+
+_state = _ThreadState()
 
 
 def install_eval_trace(trace_type: type) -> None:
-    """Put the eager interpreter at level 0 (called once by `aotjax.interpreters.eval`)."""
-    global _dynamic
-    _dynamic = MainTrace(0, trace_type, None)
-    _stack[:] = [_dynamic]
+    """Put the eager interpreter at level 0 of every thread's stack (called once by
+    `aotjax.interpreters.eval`)."""
+    global _eval_trace_type
+    _eval_trace_type = trace_type
+    _state.__init__()  # NOTE: this thread's state may predate the eager interpreter
 
 
 @contextmanager
 def new_main(trace_type: type, global_data: Any = None, dynamic: bool = False):
     """Push a new interpreter level for the duration of a transform."""
-    global _dynamic
-    main = MainTrace(len(_stack), trace_type, global_data)
-    _stack.append(main)
-    prev_dynamic = main.dynamic_below = _dynamic
+    state = _state
+    main = MainTrace(len(state.stack), trace_type, global_data)
+    state.stack.append(main)
+    prev_dynamic = main.dynamic_below = state.dynamic
     if dynamic:
-        _dynamic = main
+        state.dynamic = main
     try:
         yield main
     finally:
-        _dynamic = prev_dynamic
-        _stack.pop()
+        state.dynamic = prev_dynamic
+        state.stack.pop()
         main.active = False
 
 
@@ -102,30 +122,30 @@ def below(main: MainTrace):
     """Bind under `main`: while active, values without tracers of `main` (and ops with no tracer
     operands) go to the interpreters below it, even if `main` is the dynamic trace. A dynamic
     non-staging interpreter (functionalize) binds what it computes inside this context."""
-    global _dynamic
-    prev = _dynamic
-    _dynamic = main.dynamic_below if prev is main else prev
+    state = _state
+    prev = state.dynamic
+    state.dynamic = main.dynamic_below if prev is main else prev
     try:
         yield
     finally:
-        _dynamic = prev
+        state.dynamic = prev
 
 
 @contextmanager
 def rules_of(main: MainTrace):
     """While an interpreter's rule runs: ops with no tensor operand (the zeros a rule instantiates)
     are made at the level just below `main`, like the values the rule computes with."""
-    global _dynamic
-    prev = _dynamic
-    _dynamic = _stack[main.level - 1]
+    state = _state
+    prev = state.dynamic
+    state.dynamic = state.stack[main.level - 1]
     try:
         yield
     finally:
-        _dynamic = prev
+        state.dynamic = prev
 
 
 def find_top_trace(args) -> Trace:
-    top = _dynamic
+    top = _state.dynamic
     for a in args:
         if isinstance(a, Tracer):
             m = a._trace.main

@@ -5,6 +5,7 @@ import functools
 import os
 import sys
 import sysconfig
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ class SourceInfo:
         return f"{os.path.basename(self.file)}:{self.line} ({self.function})"
 
 
+# NOTE: lru_cache is thread-safe (two threads may compute one entry twice, same answer).
 @functools.lru_cache(maxsize=4096)
 def _is_internal(filename: str) -> bool:
     """Whether frames of `filename` (as code objects name it) are aotjax's, jax's or the stdlib's."""
@@ -36,24 +38,33 @@ def _is_internal(filename: str) -> bool:
     return "/jax/" in filename or "/jaxlib/" in filename or filename.startswith("<frozen")
 
 
-_override: list[SourceInfo | None] = []
+class _Overrides(threading.local):
+    """The current thread's stack of `source_info_of` attributions."""
+
+    def __init__(self):
+        self.stack: list[SourceInfo | None] = []
+
+
+_override = _Overrides()
 
 
 @contextmanager
 def source_info_of(info: SourceInfo | None):
     """Attribute what is bound inside to `info` (the backward pass credits each equation it emits to
     the forward equation it differentiates, not to the line that called `grad`)."""
-    _override.append(info)
+    stack = _override.stack
+    stack.append(info)
     try:
         yield
     finally:
-        _override.pop()
+        stack.pop()
 
 
 def user_source_info() -> SourceInfo | None:
     """The innermost frame of the call stack that is user code (not aotjax, jax or the stdlib loader)."""
-    if _override and _override[-1] is not None:
-        return _override[-1]
+    overrides = _override.stack
+    if overrides and overrides[-1] is not None:
+        return overrides[-1]
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename

@@ -13,10 +13,13 @@
 from __future__ import annotations
 
 import functools
+from contextlib import contextmanager
 from typing import Any, Callable, Protocol, Sequence
 
+import numpy as np
+
 from aotjax.core.avals import ShapedArray, get_aval
-from aotjax.core.errors import UnsupportedError
+from aotjax.core.errors import AotjaxError, CompilerError, UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.ir import ClosedJaxpr
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
@@ -32,10 +35,21 @@ __all__ = ["Program", "AotEntry", "AotVJP", "compiled_call_p", "aot_call_p", "ao
 
 class Program:
     """A pure flat jaxpr and a compiler; the compiled callable is made on first use (so a backward
-    program is compiled at the latest when the backward first runs)."""
+    program is compiled at the latest when the backward first runs).
 
-    def __init__(self, jaxpr: ClosedJaxpr, compiler: Callable, name: str):
+    The compiler's contract is checked, and a breach is a `CompilerError` naming the compiler
+    (`compiler_name`), the program (`name`, `forward`/`backward`/`inference`, of `function`) and the
+    mismatch: when it compiles, the compiler must return a callable; when `check_calls`, each call of that
+    callable must return a list or tuple of arrays of the program's `out_avals` (count, shapes, dtypes),
+    `output_names()` naming each output in the message. An exception a compiler or its callable raises
+    is wrapped the same way (an aotjax error keeps its type, with a note)."""
+
+    def __init__(self, jaxpr: ClosedJaxpr, compiler: Callable, name: str, *, function: str = "fn",
+                 compiler_name: str = "the compiler", check_calls: bool = False,
+                 output_names: Callable[[], Sequence[str]] | None = None):
         self.jaxpr, self.compiler, self.name = jaxpr, compiler, name
+        self.function, self.compiler_name, self.check_calls = function, compiler_name, check_calls
+        self.output_names = output_names or (lambda: [f"output {i}" for i in range(len(jaxpr.out_avals))])
         self._executable = None
 
     @property
@@ -45,14 +59,89 @@ class Program:
     @property
     def executable(self) -> Callable:
         if self._executable is None:
-            self._executable = self.compiler(self.jaxpr, list(self.jaxpr.in_avals))
+            with self._blaming(", raised"):
+                fn = self.compiler(self.jaxpr, list(self.jaxpr.in_avals))
+            if not callable(fn):
+                raise CompilerError(f"{self._who()}, returned {_a(fn)}, which is not callable. A compiler is "
+                                    f"`compiler(closed_jaxpr, example_avals) -> callable`: return a function of the "
+                                    f"program's {len(self.jaxpr.in_avals)} flat input arrays (`aotjax.to_jax(jaxpr)` "
+                                    f"or `aotjax.xla_compiler(jaxpr, avals)`, for example).")
+            self._executable = fn  # NOTE: threads: a race compiles twice, each result whole
         return self._executable
 
     def __call__(self, *vals):
-        return list(self.executable(*vals))
+        if not self.check_calls:  # NOTE: XLA's executables: jax fixed their output types from these avals
+            return list(self.executable(*vals))
+        fn = self.executable
+        with self._blaming(", returned a callable that raised"):
+            outs = fn(*vals)
+        self._check_outputs(outs)
+        return list(outs)
+
+    def _who(self) -> str:
+        return f"{self.compiler_name}, compiling the {self.name} program of `{self.function}`{where()}"
+
+    @contextmanager
+    def _blaming(self, what: str):
+        """Exceptions raised inside, attributed to this program's compiler."""
+        try:
+            yield
+        except AotjaxError as e:
+            e.add_note(f"(in {self._who()})")
+            raise
+        except Exception as e:
+            raise CompilerError(f"{self._who()}{what}: {type(e).__name__}: {e}") from e
+
+    def _check_outputs(self, outs) -> None:
+        avals = self.jaxpr.out_avals
+        if not isinstance(outs, (list, tuple)):
+            got = f"a single array ({_aval_str(outs)})" if hasattr(outs, "shape") else _a(outs)
+            raise CompilerError(f"{self._who()}, returned a callable that returned {got}; expected a list or "
+                                f"tuple of {len(avals)} arrays ({_avals_str(avals)}), one per program output")
+        if len(outs) != len(avals):
+            expected = ", ".join(f"{a.str_short()} {n}" for a, n in zip(avals, self.output_names()))
+            raise CompilerError(f"{self._who()}, returned a callable that returned {_n(len(outs), 'output')}; expected "
+                                f"{len(avals)}: {expected}")
+        bad = [i for i, (o, aval) in enumerate(zip(outs, avals)) if not _matches(o, aval)]
+        if bad:  # NOTE: the names are worked out on an error only
+            names = self.output_names()
+            bad = [f"output {i} ({names[i]}): expected {avals[i].str_short()}, got {_aval_str(outs[i])}" for i in bad]
+            raise CompilerError(f"{self._who()}, returned a callable whose outputs do not match the program's: "
+                                f"{'; '.join(bad)}. Return one array per program output, with the shapes and "
+                                f"dtypes of `closed_jaxpr.out_avals`.")
 
     def __repr__(self) -> str:
         return f"<{self.name} program, {len(self.jaxpr.eqns)} equations>"
+
+
+def _matches(out, aval: ShapedArray) -> bool:
+    shape, dtype = getattr(out, "shape", None), getattr(out, "dtype", None)
+    return shape is not None and dtype is not None and tuple(shape) == aval.shape and np.dtype(dtype) == aval.dtype
+
+
+def _aval_str(out) -> str:
+    try:
+        return ShapedArray(tuple(out.shape), np.dtype(out.dtype)).str_short()
+    except (AttributeError, TypeError):
+        return _a(out)
+
+
+def _avals_str(avals) -> str:
+    return ", ".join(a.str_short() for a in avals)
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _a(value) -> str:
+    """`value` in words for an error: `None`, `42 (an int)`, `a list`."""
+    if value is None:
+        return "None"
+    kind = type(value).__name__
+    kind = f"{'an' if kind[0] in 'aeiouAEIOU' else 'a'} {kind}"
+    text = repr(value)
+    return f"{text} ({kind})" if len(text) <= 40 else kind
 
 
 def _inline_jvp(jaxpr: ClosedJaxpr, primals, tangents):

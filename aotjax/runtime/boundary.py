@@ -225,6 +225,10 @@ class BoundaryMeta:
     def _leaf_name(self, i: int) -> str:
         return self.input_names[i] if i < len(self.input_names) else f"arg[{i}]"
 
+    def input_name(self, gi: int, oi: int = 0) -> str:
+        """The argument that is object `oi` of input group `gi`, in words (`x`, `params['w']`)."""
+        return self._leaf_name(self.groups[gi].leaves[oi][0])
+
     def group_name(self, gi: int) -> str:
         """The input group `gi` in words: its arguments' names (`x`, `a / b` for a shared storage)."""
         g = self.groups[gi]
@@ -232,7 +236,7 @@ class BoundaryMeta:
 
     def _spec_str(self, spec: OutSpec) -> str:
         if spec.kind is OutKind.INPUT:
-            return f"is the input {self._leaf_name(self.groups[spec.index].leaves[spec.obj][0])}"
+            return f"is the input {self.input_name(spec.index, spec.obj)}"
         if spec.kind is OutKind.ALIAS:
             return f"a view of input [{spec.index}] {self.group_name(spec.index)}: {views.chain_str(spec.chain)}"
         if spec.kind is OutKind.BASE:

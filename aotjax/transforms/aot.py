@@ -27,6 +27,29 @@ forward; `saved_inputs` says which), then one cotangent per floating-point forwa
 the residuals), in order. Backward outputs: one cotangent per differentiated floating-point forward
 input, in order. Programs are specialized on which inputs are differentiated (`grad(f,
 argnums=0)` computes no other cotangent). Every input and output has a descriptor.
+
+**The user's outputs.** Outputs that alias share one forward output: `return b, b` gives one forward
+output (`out[0]`), and outputs that are all views of one new value give only its base (`base[0]`).
+`AotLowered.user_outputs` is the table from each output leaf of the function (pytree path) to where it
+comes from, printed by `print(lowered)` as the section `outputs of f`; for `b = a @ w; c = a + w;
+a.mul_(2); return b, b, c.t()[1], a, w[0]` (forward outputs `out[0]`, `updated[a]`, `base[1]`):
+
+    out[0] = forward output 0 (same value as out[1])
+    out[1] = forward output 0 (same value as out[0])
+    out[2] = view of base[1] (forward output 2): permute(perm=(1, 0)) -> select(dim=0, index=1)
+    out[3] = input a, written in place (new value: forward output 1)
+    out[4] = view of input w: select(dim=0, index=0)
+
+`lowered.num_forward_outputs` is how many forward outputs come before the residuals.
+
+**The compilers' contract.** `compiler(closed_jaxpr, example_avals)` returns a callable taking the
+program's flat input arrays and returning a list or tuple of arrays, one per program output, with the
+shapes and dtypes of `closed_jaxpr.out_avals`. aot checks it: a compiler returning something not
+callable, or raising, is a `CompilerError` when the program is compiled; the outputs of a user compiler's
+callable are checked on every call (count, shapes, dtypes), those of `xla_compiler`'s executables are not
+(jax fixed them when it compiled the same abstract values). The error names the compiler (the aot option
+and the function's name), the program (`forward`, `backward` or `inference`, of which function) and the
+mismatch, per output with its descriptor.
 """
 from __future__ import annotations
 
@@ -38,6 +61,7 @@ from typing import Any, Callable, Sequence
 
 import jax
 
+from aotjax.core import views
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer
@@ -61,6 +85,25 @@ def xla_compiler(jaxpr: ClosedJaxpr, example_avals: Sequence) -> Callable:
     listed in `jaxpr.meta.donate` are donated. Returns a callable on flat arrays."""
     return jax.jit(flat_function(jaxpr), donate_argnums=jaxpr.meta.donate).lower(
         *avals_to_structs(example_avals)).compile()
+
+
+def _program(jaxpr: ClosedJaxpr, name: str, function: str, option: str, compiler: Callable,
+             output_names: Callable[[], list[str]]) -> Program:
+    """The `name` program (`forward`, `backward`, `inference`) of `function`, compiled on first use by
+    `compiler` (the aot option `option`) as the pass `aot: lower <name>`. A user compiler's callables
+    are checked on every call against the program's outputs (`Program`); XLA's executables are not:
+    jax fixed their output types when it compiled them from the same abstract values."""
+    return Program(jaxpr, _as_pass(f"aot: lower {name}", compiler), name, function=function,
+                   compiler_name=_compiler_name(option, compiler), check_calls=compiler is not xla_compiler,
+                   output_names=output_names)
+
+
+def _compiler_name(option: str, compiler: Callable) -> str:
+    """A compiler, for an error: "fw_compiler `my_compiler`", or "the default compiler (xla_compiler)"."""
+    if compiler is xla_compiler:
+        return "the default compiler (xla_compiler)"
+    label = getattr(compiler, "__qualname__", None) or getattr(compiler, "__name__", None) or repr(compiler)
+    return f"{option} `{label}`"
 
 
 def _as_pass(name: str, compiler: Callable) -> Callable:
@@ -105,9 +148,14 @@ def _vjp_passes(entry: "_AotEntry", wanted: tuple | None) -> "_AotVJP":
                      show=attrgetter("jaxpr"))
     parts = run_pass("aot: partition", _partition, aot.partition, joint, name,  # what the forward saves
                      show=lambda p: {"forward": p.forward, "backward": p.backward})
-    forward = Program(parts.forward, _as_pass("aot: lower forward", aot.fw_compiler), "forward")  # compiled lazily
-    backward = Program(parts.backward, _as_pass("aot: lower backward", aot.bw_compiler), "backward")
-    return _AotVJP(joint, parts, lin.diff_in, lin.diff_out, forward, backward, list(entry.pure.out_avals))
+    bw_option = "fw_compiler" if aot.bw_compiler is aot.fw_compiler else "bw_compiler"
+    # NOTE: compiled lazily; their output names are read on an error only, once `vjp` below exists
+    forward = _program(parts.forward, "forward", name, "fw_compiler", aot.fw_compiler,
+                       lambda: [str(d) for d in _describe(entry, vjp).forward_outputs])
+    backward = _program(parts.backward, "backward", name, bw_option, aot.bw_compiler,
+                        lambda: [str(d) for d in _describe(entry, vjp).input_cotangents])
+    vjp = _AotVJP(joint, parts, lin.diff_in, lin.diff_out, forward, backward, list(entry.pure.out_avals))
+    return vjp
 
 
 def _partition(partition: Callable[[JointInfo], Partitioned], joint: JointInfo, name: str) -> Partitioned:
@@ -132,8 +180,11 @@ class _AotEntry(AotEntry):
 
     def __init__(self, staged: Staged, pure: ClosedJaxpr, plain: _Entry, aot: "Aot"):
         self.staged, self.pure, self.plain, self.aot = staged, pure, plain, aot
-        compiler = aot.inference_compiler or aot.fw_compiler
-        self.inference = Program(pure, _as_pass("aot: lower inference", compiler), "inference")
+        option = "inference_compiler" if aot.inference_compiler is not None else "fw_compiler"
+        meta = staged.meta
+        self.inference = _program(pure, "inference", pure.meta.name or "fn", option,
+                                  aot.inference_compiler or aot.fw_compiler,
+                                  lambda: [str(_output_descriptor(meta, slot, k)) for slot, k in meta.layout])
         if aot.inference_compiler is not None or aot.fw_compiler is not xla_compiler:
             self.plain.fn = self.inference  # NOTE: a user compiler runs plain calls too
         self._vjps: dict = {}
@@ -144,7 +195,7 @@ class _AotEntry(AotEntry):
         key = tuple(wanted) if wanted is not None else None
         v = self._vjps.get(key)
         if v is None:
-            v = self._vjps[key] = _vjp_passes(self, key)
+            v = self._vjps.setdefault(key, _vjp_passes(self, key))  # NOTE: as `Jitted._publish`, for threads
         return v
 
     def __repr__(self) -> str:
@@ -199,7 +250,7 @@ class Aot(Jitted):
     def _entry(self, args, kwargs, key) -> _AotEntry:
         entry = self._cache.get(key)
         if entry is None:
-            entry = self._cache[key] = self._stage(args, kwargs)
+            entry = self._publish(key, self._stage(args, kwargs))
         return entry
 
     def __call__(self, *args, **kwargs):
@@ -221,6 +272,10 @@ class Aot(Jitted):
         """Trace, functionalize, build the joint and partition it for these arguments; nothing runs and
         nothing is compiled. See `AotLowered`."""
         return AotLowered(self._stage(args, kwargs))
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def _operand(base, group):
@@ -264,8 +319,10 @@ def aot(fun: Callable, fw_compiler: Callable | None = None, bw_compiler: Callabl
 class AotLowered:
     """An aot function lowered for one signature: `.jaxpr` (functionalized), `.joint`, `.forward`,
     `.backward` (printable ClosedJaxprs), `.residuals` (descriptor, aval, bytes, why saved), `.meta`
-    (the boundary), the descriptors of every program input and output, `.as_text()` (StableHLO of
-    the forward and backward) and `.compile()`."""
+    (the boundary), the descriptors of every program input and output, `.user_outputs` (where each of
+    the function's outputs comes from), `.num_forward_outputs`, `.as_text()` (StableHLO of the forward
+    and backward) and `.compile()`. `print(lowered)` shows the programs, their signatures and the
+    `outputs of f` table."""
 
     def __init__(self, entry: _AotEntry):
         self._entry = entry
@@ -308,6 +365,21 @@ class AotLowered:
         return [str(d) for d in self._signature.primals]
 
     @property
+    def num_forward_outputs(self) -> int:
+        """How many forward outputs come before the residuals: the user's new values, the written inputs' new
+        values and the intermediate bases that outputs view (`forward_outputs[:num_forward_outputs]`). The
+        backward takes one cotangent per floating-point one."""
+        return len(self.meta.layout)
+
+    @functools.cached_property
+    def user_outputs(self) -> list[UserOutput]:
+        """Per output leaf of the user's function (pytree order), where it comes from: a forward output, a view
+        of one (which base, which view steps), an input (written in place or not), a view of an input, or a
+        constant. Several user outputs may come from one forward output; `str` of each is a line of
+        `print(lowered)`'s `outputs of f` section."""
+        return _user_outputs(self.meta)
+
+    @property
     def joint_inputs(self) -> list[str]:
         """Descriptors of the joint program's inputs: the primals, then the output cotangents."""
         return [str(d) for d in self._signature.primals + self._signature.output_cotangents]
@@ -333,9 +405,7 @@ class AotLowered:
     def forward_outputs(self) -> list[str]:
         """The user's outputs, updated inputs and intermediate bases, then the residuals that are not
         primal inputs (those the caller passes to the backward itself)."""
-        sig = self._signature
-        returned = [d for d, i in zip(sig.residual_descriptors, self._vjp.saved_inputs, strict=True) if i is None]
-        return [str(d) for d in sig.outputs + returned]
+        return [str(d) for d in self._signature.forward_outputs]
 
     @property
     def backward_inputs(self) -> list[str]:
@@ -365,11 +435,24 @@ class AotLowered:
         return "\n".join(["forward:", self.forward.pretty(source_info=True),
                           "  inputs:", sig(self.forward_inputs, self.forward.in_avals),
                           "  outputs:", sig(self.forward_outputs, self.forward.out_avals),
+                          f"outputs of {self._name}:", *(f"  {row}" for row in self.user_outputs),
                           "backward:", self.backward.pretty(source_info=True),
                           "  inputs:", sig(self.backward_inputs, self.backward.in_avals),
                           "  outputs:", sig(self.backward_outputs, self.backward.out_avals)])
 
-    def _repr_pretty_(self, p, cycle):
+    @property
+    def _name(self) -> str:
+        return self.jaxpr.meta.name or "fn"
+
+    def __repr__(self) -> str:
+        ins = ", ".join(a.str_short() for a in self.jaxpr.in_avals)
+        returned = len(self.forward.out_avals) - self.num_forward_outputs
+        return (f"AotLowered(aot({self._name}) ({ins}) -> {_n(len(self.user_outputs), 'output')}; forward "
+                f"{_n(len(self.forward.eqns), 'equation')}, {_n(self.num_forward_outputs, 'output')} + "
+                f"{_n(returned, 'residual')}; backward {_n(len(self.backward.eqns), 'equation')}; "
+                f"{_n(len(self.residuals), 'residual')}, {self.residual_bytes} bytes)")
+
+    def _repr_pretty_(self, p, cycle):  # IPython / Jupyter: the programs, their signatures, the output table
         p.text(str(self))
 
 
@@ -471,6 +554,11 @@ class _Signature:
     residuals: list[Residual]
     output_cotangents: list[Descriptor]
     input_cotangents: list[Descriptor]
+    returned_residuals: list[Descriptor]  # the residuals the forward returns (not primal inputs)
+
+    @property
+    def forward_outputs(self) -> list[Descriptor]:
+        return self.outputs + self.returned_residuals
 
 
 def _describe(entry: _AotEntry, vjp: _AotVJP) -> _Signature:
@@ -491,7 +579,8 @@ def _describe(entry: _AotEntry, vjp: _AotVJP) -> _Signature:
                  for d, v in zip(descriptors, vjp.partitioned.saved, strict=True)]
     return _Signature(primals, outputs, descriptors, residuals,
                       [d.cotangent() for d, diff in zip(outputs, vjp.diff_out, strict=True) if diff],
-                      [d.cotangent() for d, diff in zip(primals, vjp.diff_in, strict=True) if diff])
+                      [d.cotangent() for d, diff in zip(primals, vjp.diff_in, strict=True) if diff],
+                      [d for d, i in zip(descriptors, vjp.saved_inputs, strict=True) if i is None])
 
 
 def _output_descriptor(meta: boundary.BoundaryMeta, slot: Slot, k: int) -> Descriptor:
@@ -503,6 +592,75 @@ def _output_descriptor(meta: boundary.BoundaryMeta, slot: Slot, k: int) -> Descr
         if spec.kind is OutKind.BASE and spec.index == k and not spec.chain:
             return Descriptor(Role.OUTPUT, meta.output_names[i] if i < len(meta.output_names) else f"out[{i}]")
     return Descriptor(Role.BASE, index=k)
+
+
+@dataclass(frozen=True)
+class UserOutput:
+    """Where one output of the user's function comes from (`AotLowered.user_outputs`): `path` (`out[0]['a']`),
+    `kind` (an `OutKind`: a new value, a view of one, an input, a view of an input, a constant), `source` (the
+    forward output it is or views, by its descriptor: `out[0]`, `base[0]`; the input's name; a constant's
+    repr), `forward_output` (the index of that forward output, or of the written input's `updated[...]`; None
+    when no program output holds it), `chain` (the view steps replayed on the source, `()` for none),
+    `written` (an input, or view of one, that the function writes in place) and `same_as` (other user outputs
+    that are the same object)."""
+
+    path: str
+    kind: OutKind
+    source: str
+    forward_output: int | None = None
+    chain: views.Chain = ()
+    written: bool = False
+    same_as: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        same = f" (same value as {', '.join(self.same_as)})" if self.same_as else ""
+        written = f"written in place (new value: forward output {self.forward_output})" if self.written else ""
+        if self.kind is OutKind.INPUT:
+            return f"{self.path} = input {self.source}{same}{', ' + written if written else ''}"
+        if self.kind is OutKind.CONST:
+            return f"{self.path} = constant {self.source} (no program output)"
+        if self.kind is OutKind.ALIAS:
+            written = f"; {self.source} is {written}" if written else ""
+            return f"{self.path} = view of input {self.source}: {views.chain_str(self.chain)}{written}"
+        if not self.chain:
+            return f"{self.path} = forward output {self.forward_output}{same}"
+        return (f"{self.path} = view of {self.source} (forward output {self.forward_output}): "
+                f"{views.chain_str(self.chain)}")
+
+
+def _user_outputs(meta: boundary.BoundaryMeta) -> list[UserOutput]:
+    """The table from each user output to the forward output (or input) it comes from."""
+    position = {slot: i for i, slot in enumerate(meta.layout)}
+    names = [meta.output_names[i] if i < len(meta.output_names) else f"out[{i}]" for i in range(len(meta.outputs))]
+    keys = [_object_key(spec) for spec in meta.outputs]
+    by_object: dict = {}
+    for name, key in zip(names, keys, strict=True):
+        if key is not None:
+            by_object.setdefault(key, []).append(name)
+    return [replace(_user_output(meta, spec, name, position),
+                    same_as=tuple(n for n in by_object.get(key, ()) if n != name))
+            for spec, name, key in zip(meta.outputs, names, keys, strict=True)]
+
+
+def _object_key(spec: boundary.OutSpec) -> tuple | None:
+    """What makes outputs one object (the boundary returns it for each): the same input, or the same new value."""
+    if spec.kind is OutKind.INPUT or (spec.kind is OutKind.BASE and not spec.chain):
+        return spec.kind, spec.index, spec.obj
+    return None
+
+
+def _user_output(meta: boundary.BoundaryMeta, spec: boundary.OutSpec, name: str, position: dict) -> UserOutput:
+    if spec.kind is OutKind.CONST:
+        text = repr(spec.value)
+        return UserOutput(name, spec.kind, text if len(text) <= 40 else f"a {type(spec.value).__name__}")
+    if spec.kind is OutKind.BASE:
+        k = position[(Slot.BASE, spec.index)]
+        return UserOutput(name, spec.kind, str(_output_descriptor(meta, Slot.BASE, spec.index)), k, spec.chain)
+    written = spec.index in meta.mutated
+    updated = position[(Slot.MUTATED, spec.index)] if written else None
+    if spec.kind is OutKind.INPUT:
+        return UserOutput(name, spec.kind, meta.input_name(spec.index, spec.obj), updated, written=written)
+    return UserOutput(name, spec.kind, meta.group_name(spec.index), updated, spec.chain, written)
 
 
 # -- AOTAutograd's names, for porting --------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -166,6 +167,7 @@ def _trace_pure(fun: Callable, nondiff: tuple, leaves: list, in_tree, who: str, 
 # are shared so that params stay equal across calls and the eager evaluator's compile cache hits.
 _interned: collections.OrderedDict = collections.OrderedDict()
 _INTERN_SIZE = 512
+_intern_lock = threading.Lock()  # NOTE: threads: a lookup, its move to the end and an eviction are one step
 
 
 def _intern(call: ClosedJaxpr) -> ClosedJaxpr:
@@ -173,13 +175,14 @@ def _intern(call: ClosedJaxpr) -> ClosedJaxpr:
         key = _jaxpr_key(call.jaxpr)
     except TypeError:  # an unhashable param: keep this jaxpr to itself
         return call
-    found = _interned.get(key)
-    if found is not None:
-        _interned.move_to_end(key)
-        return found
-    _interned[key] = call
-    if len(_interned) > _INTERN_SIZE:
-        _interned.popitem(last=False)
+    with _intern_lock:
+        found = _interned.get(key)
+        if found is not None:
+            _interned.move_to_end(key)
+            return found
+        _interned[key] = call
+        if len(_interned) > _INTERN_SIZE:
+            _interned.popitem(last=False)
     return call
 
 

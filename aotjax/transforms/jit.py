@@ -120,8 +120,14 @@ class Jitted:
         key = (in_tree, statics, signature)
         entry = self._cache.get(key)
         if entry is None:
-            entry = self._cache[key] = self._stage(args, kwargs)
+            entry = self._publish(key, self._stage(args, kwargs))
         return entry.run(leaves, entry.fn)
+
+    def _publish(self, key, entry):
+        """Cache `entry`, fully built, for `key`; returns the cached entry.
+        NOTE: no lock is held while tracing (a traced function may wait on another thread): threads
+        missing one key at once each build an entry, the first one cached is kept and used by all."""
+        return self._cache.setdefault(key, entry)
 
     def _stage(self, args, kwargs) -> _Entry:
         """jit's pipeline, once per input signature."""
