@@ -10,21 +10,26 @@ lowering rules evaluate those with `eval_jaxpr_jax`, and `check_lowerable` alrea
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable, Iterator, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import checkify
 
 from aotjax.core.avals import ShapedArray
+from aotjax.core.checks import lowering_checks
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr
 from aotjax.core.primitive import Kind
 from aotjax.interpreters.eval import read
 from aotjax.interpreters.lowering import eval_jaxpr_jax
+from aotjax.ops.indexing import check_index_p
 from aotjax.tensor import Tensor
 
-__all__ = ["to_jax", "compile", "Compiled", "eval_jaxpr_jax", "check_lowerable", "flat_function", "avals_to_structs"]
+__all__ = ["to_jax", "compile", "Compiled", "eval_jaxpr_jax", "check_lowerable", "flat_function", "avals_to_structs",
+           "has_checks", "CheckedProgram", "compile_checked"]
 
 
 # -- checking ----------------------------------------------------------------------------------
@@ -234,3 +239,77 @@ def flat_function(closed: ClosedJaxpr) -> Callable:
 
 def avals_to_structs(avals) -> list:
     return [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
+
+
+# -- run-time checks -----------------------------------------------------------------------------
+def has_checks(jaxpr: Jaxpr | ClosedJaxpr) -> bool:
+    """Whether `jaxpr` (or a sub-jaxpr) stages run-time checks (`jit(f, checks=True)`)."""
+    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
+    return any(e.primitive is check_index_p or any(map(has_checks, _sub_jaxprs(e))) for e in jaxpr.eqns)
+
+
+class CheckedProgram:
+    """A program's flat function (`flat_function`) with its run-time checks lowered through
+    `jax.experimental.checkify`: `function` returns `(error, outs)`, and `failure(error)` is the
+    exception of the first check that failed (the class and message the op raises eagerly, the
+    user's line included), or None.
+
+    `guard` pairs `(output, input)`: an output that takes the place of a donated input (its new
+    value, written into its buffer). When a check fails, such an output is the input as it came in,
+    so that the caller can put it back: a failed call leaves every input as it was."""
+
+    def __init__(self, flat_fn: Callable, guard: Sequence[tuple[int, int]] = ()):
+        self.guard = tuple(guard)
+        self.errors: dict[str, type] = {}  # message -> exception class, filled as jax traces `function`
+        checked = checkify.checkify(functools.partial(self._guarded, flat_fn), errors=checkify.user_checks)
+
+        def function(*flat):
+            return checked(*flat)
+
+        function.__name__ = flat_fn.__name__
+        self.function = function
+
+    def _guarded(self, flat_fn: Callable, *flat):
+        with lowering_checks() as record:
+            outs = list(flat_fn(*flat))
+        self.errors.update(record.errors)
+        if self.guard and record.predicates:
+            # NOTE: the checks' predicates are values of this trace: every sub-program is inlined in it.
+            ok = functools.reduce(jnp.logical_and, record.predicates)
+            for out, i in self.guard:
+                outs[out] = jnp.where(ok, outs[out], flat[i])
+        return outs
+
+    def failure(self, error: checkify.Error) -> Exception | None:
+        exc = error.get_exception()
+        if exc is None:
+            return None
+        cls = self.errors.get(getattr(exc, "fmt_string", None))
+        if cls is None:  # NOTE: not one of ours (a check jax added itself): report it as jax words it
+            return RuntimeError(str(exc))
+        return cls(exc.fmt_string.format(*(np.asarray(a).item() for a in exc.args)))
+
+
+class _CheckedExecutable:
+    """A compiled checked program as a compiler's callable: returns the outputs, or raises the failed check."""
+
+    def __init__(self, program: CheckedProgram, executable):
+        self._program, self._executable = program, executable
+
+    def __call__(self, *vals):
+        error, outs = self._executable(*vals)
+        failure = self._program.failure(error)
+        if failure is not None:
+            raise failure
+        return outs
+
+    def __getattr__(self, name):  # as_text, cost_analysis, memory_analysis: the executable's
+        return getattr(self._executable, name)
+
+
+def compile_checked(closed: ClosedJaxpr, example_avals: Sequence) -> Callable:
+    """`closed` compiled with its run-time checks (see `CheckedProgram`): a callable on flat arrays that
+    raises the first failed check. It donates nothing: without the boundary's record of which outputs
+    replace which inputs, a failed call could not give a donated input back."""
+    program = CheckedProgram(flat_function(closed))
+    return _CheckedExecutable(program, jax.jit(program.function).lower(*avals_to_structs(example_avals)).compile())

@@ -8,20 +8,23 @@ masked *write* of a broadcastable value also works under tracing (`masked_fill_`
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.experimental import checkify
 
 from aotjax.core.avals import ShapedArray
+from aotjax.core.checks import check_record, checks_emitted
 from aotjax.core.errors import ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer
 from aotjax.core.primitive import Recompute, largest_array_flops, output_size_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero, instantiate, unbroadcast
-from aotjax.interpreters.jvp import defjvp, deflinear
+from aotjax.interpreters.jvp import defjvp, defjvp_zero, deflinear
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, inplace_variant, standard_primitive
 from aotjax.ops._frontend import as_tensor, bind_inplace, canonical_dim, convert, is_scalar
@@ -225,6 +228,49 @@ defjvp(fill_p, None, lambda t, x, value: fill_p.bind(x, t))
 deflinear_transpose(fill_p, lambda ct, x, value: Zero(x.aval), lambda ct, x, value: convert(_sum_all(ct), value.dtype))
 
 
+# -- run-time bounds checks --------------------------------------------------------------------
+# check_index: its operand, once every entry is known to lie in [lo, hi); otherwise `error(message)`, the first
+# offending entry in place of the message's `{}`. It runs eagerly on a concrete index (a tracer's, under an eager
+# transform); staged (only inside `emit_checks(True)`: `jit(f, checks=True)`), it lowers to a checkify check in a
+# checked program (`lowering_checks`) and to nothing elsewhere. The op reads its result, so the check lives as
+# long as the op does (DCE, partitioning). The message carries the user's line: lowering runs long after.
+def _in_range(xp, index, lo: int, hi: int):
+    """`(ok, bad)`: whether every entry of the (nonempty) integer array `index` lies in [lo, hi), and the entry an
+    error reports (the smallest if one is below lo, else the largest); `xp` is NumPy or jax.numpy."""
+    info = np.iinfo(index.dtype)
+    lo, top = max(lo, info.min), min(hi - 1, info.max)  # NOTE: bounds an unsigned or narrow index can compare to
+    smallest, largest = index.min(), index.max()
+    bad = xp.where(smallest < lo, smallest, largest)
+    if top < lo:  # an empty range: a dim of size 0
+        return xp.asarray(False), bad
+    return (smallest >= lo) & (largest <= top), bad
+
+
+def _check_index_eager(index, *, lo, hi, error, message):
+    ok, bad = _in_range(np, np.asarray(index), lo, hi) if index.size else (True, None)
+    if not ok:
+        raise error(message.format(int(bad)))
+    return index
+
+
+def _check_index_lower(index, *, lo, hi, error, message):
+    record = check_record()
+    if record is None or index.size == 0:
+        return index
+    ok, bad = _in_range(jnp, index, lo, hi)
+    checkify.check(ok, message, bad)
+    record.predicates.append(ok)
+    record.errors[message] = error
+    return index
+
+
+check_index_p = standard_primitive("check_index", lambda index, **params: index.shape, _keep_dtype,
+                                   _check_index_lower, recompute=Recompute.CHEAP, flops=output_size_flops)
+check_index_p.eager_impl = lambda **params: functools.partial(_check_index_eager, **params)
+check_index_p.print_rule = lambda params: {"lo": params["lo"], "hi": params["hi"], "error": params["error"].__name__}
+defjvp_zero(check_index_p)
+
+
 # -- operand helpers ---------------------------------------------------------------------------
 def _is_int(dtype) -> bool:
     return np.issubdtype(dtype, np.integer)
@@ -241,15 +287,30 @@ def _index_tensor(op: str, index) -> Tensor:
     return t
 
 
-def _check_bounds(op: str, index: Tensor, size: int, dim: int) -> None:
-    """Eagerly, PyTorch's bounds check (traced indices are not checked; XLA clamps them)."""
-    if isinstance(index, Tracer) or index.numel() == 0:
-        return
-    vals = index.numpy()
-    lo, hi = int(vals.min()), int(vals.max())
-    if lo < -size or hi >= size:
-        bad = lo if lo < -size else hi
-        raise IndexError(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}{where()}")
+def check_index(op: str, index, size: int, dim: int, *, negative: bool, error: type = IndexError,
+                message: str | None = None):
+    """PyTorch's bounds check of `index` (a Python int or an integer tensor) into dimension `dim` of size `size`:
+    every entry in [-size, size) when `negative` (indexing), in [0, size) otherwise (gather, scatter, ...). Raises
+    `error` with `message` (a template whose `{}` is the offending entry; by default PyTorch's "index {} is out of
+    bounds for dimension {dim} with size {size}" after the op's name) and the user's line. Returns the index the
+    op must read: a traced index is checked by the staged `check_index` when checks are emitted, else not at all
+    (XLA then clamps gathers and drops scatters: see the README)."""
+    lo = -size if negative else 0
+    message = message or f"{op}: index {{}} is out of bounds for dimension {dim} with size {size}"
+    if not isinstance(index, Tensor):
+        if not lo <= index < size:
+            raise error(message.format(index) + where())
+        return index
+    if isinstance(index, Tracer):
+        if not checks_emitted() or index.aval.size == 0:
+            return index
+        line = where().replace("{", "{{").replace("}", "}}")
+        return check_index_p.bind(index, lo=lo, hi=size, error=error, message=message + line)
+    if index.numel():
+        ok, bad = _in_range(np, index.numpy(), lo, size)
+        if not ok:
+            raise error(message.format(int(bad)) + where())
+    return index
 
 
 def _scalar_operand(x, value):
@@ -329,14 +390,14 @@ def _basic(x, index, op: str):
                 adv.append((dim, it))
                 dim += it.ndim
             elif it.ndim == 0 and not isinstance(it, Tracer):
-                v = select(v, dim, int(it.item()))  # NOTE: PyTorch selects with an eager 0-d integer tensor
+                # NOTE: PyTorch selects with an eager 0-d integer tensor
+                v = select(v, dim, check_index(op, int(it.item()), v.shape[dim], dim, negative=True))
             else:
                 _index_tensor(op, it)
-                _check_bounds(op, it, v.shape[dim], dim)
-                adv.append((dim, it))
+                adv.append((dim, check_index(op, it, v.shape[dim], dim, negative=True)))
                 dim += 1
         elif hasattr(it, "__index__"):
-            v = select(v, dim, it.__index__())
+            v = select(v, dim, check_index(op, it.__index__(), v.shape[dim], dim, negative=True))
         else:
             raise IndexError(f"{op}: only integers, slices, None, ..., and integer or bool tensors are valid "
                              f"indices, got {type(it).__name__}{where()}")
@@ -458,7 +519,7 @@ def _index_put_args(op: str, x, indices):
         elif dim >= x.ndim:
             raise IndexError(f"{op}: too many indices ({len(indices)}) for a tensor of dimension {x.ndim}{where()}")
         else:
-            _check_bounds(op, t, x.shape[dim], dim)
+            t = check_index(op, t, x.shape[dim], dim, negative=True)
         adv.append((dim, t))
         dim += t.ndim if t.dtype == np.bool_ else 1
     return _masks_to_indices(op, adv)
@@ -489,7 +550,7 @@ def _index_1d(op: str, x, dim: int, index):
     index = _index_tensor(op, index)
     if index.ndim > 1 or index.dtype == np.bool_:
         raise IndexError(f"{op}: index must be a 1-d integer tensor, got {index.aval.str_short()}{where()}")
-    _check_bounds(op, index, x.shape[dim] if x.ndim else 1, dim)
+    index = check_index(op, index, x.shape[dim] if x.ndim else 1, dim, negative=False, error=RuntimeError)
     return dim, index.reshape(-1)
 
 
@@ -547,8 +608,7 @@ def _gather_args(op: str, x, dim, index, src=None):
         raise ShapeError(f"{op}: index of shape {list(index.shape)} must be no larger than the input "
                          f"{list(x.shape)} outside dim {dim}" + ("" if src is None else f" and than the source "
                          f"{list(np.shape(src))}") + f"{where()}")
-    _check_bounds(op, index, x.shape[dim], dim)
-    return dim, index
+    return dim, check_index(op, index, x.shape[dim], dim, negative=False, error=RuntimeError)
 
 
 def gather(x, dim: int, index):

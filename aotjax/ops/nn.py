@@ -15,6 +15,7 @@ from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.source_info import where
 from aotjax.ops._frontend import as_tensor, canonical_dim, to_dtype
 from aotjax.ops.creation import ones
+from aotjax.ops.indexing import check_index, gather_p, index_p
 from aotjax.ops.promotion import category, is_float
 from aotjax.ops.random import bernoulli
 from aotjax.tensor import method
@@ -205,10 +206,12 @@ def _cross_entropy_indices(logp, target, weight, ignore_index, reduction, label_
         raise ShapeError(f"cross_entropy: class-index targets for input of shape {list(logp.shape)} must have "
                          f"shape {list(expected)}, got {list(target.shape)}{where()}")
     valid = target != ignore_index
-    safe_target = target.masked_fill(valid.logical_not(), 0)
-    picked = logp.gather(1, safe_target.unsqueeze(1)).squeeze(1)
+    safe_target = check_index("cross_entropy", target.masked_fill(valid.logical_not(), 0), n_classes, 1,
+                              negative=False, message=f"cross_entropy: target {{}} is out of bounds: a class index "
+                              f"must be in [0, {n_classes}) or equal to ignore_index ({ignore_index})")
+    picked = gather_p.bind(logp, safe_target.unsqueeze(1), dim=1).squeeze(1)
     if weight is not None:
-        w = weight.index_select(0, safe_target.reshape(-1)).reshape(safe_target.shape)
+        w = index_p.bind(weight, safe_target.reshape(-1), dims=(0,)).reshape(safe_target.shape)
         w = w * valid
     else:
         w = valid.to(logp.dtype)
@@ -254,7 +257,10 @@ def embedding(input, weight):
                          f"{list(weight.shape)}{where()}")
     if category(input.dtype) != 1:
         raise DTypeError(f"embedding: indices must be an integer tensor, got {input.aval.str_short()}{where()}")
-    rows = weight.index_select(0, input.reshape(-1))
+    n = weight.shape[0]
+    input = check_index("embedding", input, n, 0, negative=False, message=f"embedding: index {{}} is out of range "
+                        f"for a weight of {n} rows (num_embeddings): indices must be in [0, {n})")
+    rows = index_p.bind(weight, input.reshape(-1), dims=(0,))
     return rows.reshape(tuple(input.shape) + (weight.shape[1],))
 
 

@@ -132,9 +132,11 @@ def narrow(x, dim: int, start: int, length: int):
     if not -size <= start <= size:
         raise IndexError(f"narrow: start {start} is out of range for dimension {dim} of size {size}{where()}")
     start = start + size if start < 0 else start
-    if length < 0 or start + length > size:
-        raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension {dim} of size "
-                         f"{size}{where()}")
+    if length < 0:
+        raise RuntimeError(f"narrow: length must be non-negative, got {length}{where()}")
+    if start + length > size:  # NOTE: PyTorch raises a RuntimeError here, an IndexError for `start` alone
+        raise RuntimeError(f"narrow: start ({start}) + length ({length}) exceeds dimension {dim} of size "
+                           f"{size}{where()}")
     return _slice(x, dim, start, start + int(length))
 
 

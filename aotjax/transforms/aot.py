@@ -62,13 +62,14 @@ from typing import Any, Callable, Sequence
 import jax
 
 from aotjax.core import views
+from aotjax.core.checks import emit_checks
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer
 from aotjax.core.ir import ClosedJaxpr
 from aotjax.core.source_info import SourceInfo, where
 from aotjax.interpreters.trace import trace_flat
-from aotjax.lowering.to_jax import avals_to_structs, flat_function
+from aotjax.lowering.to_jax import avals_to_structs, compile_checked, flat_function, has_checks
 from aotjax.ops.calls import AotEntry, AotVJP, Program, aot_call_p
 from aotjax.partition import JointInfo, Partitioned, default_partition
 from aotjax.runtime import boundary, guards
@@ -82,7 +83,10 @@ from aotjax.transforms.passes import run_pass
 # -- compilers -----------------------------------------------------------------------------------------
 def xla_compiler(jaxpr: ClosedJaxpr, example_avals: Sequence) -> Callable:
     """The default compiler: lower `jaxpr` through XLA (`jax.jit(...).lower(...).compile()`); inputs
-    listed in `jaxpr.meta.donate` are donated. Returns a callable on flat arrays."""
+    listed in `jaxpr.meta.donate` are donated. Returns a callable on flat arrays. A program with
+    run-time checks (`aot(f, checks=True)`) raises its first failed check, and donates nothing."""
+    if has_checks(jaxpr):
+        return compile_checked(jaxpr, example_avals)
     return jax.jit(flat_function(jaxpr), donate_argnums=jaxpr.meta.donate).lower(
         *avals_to_structs(example_avals)).compile()
 
@@ -128,13 +132,15 @@ def apply_decompositions(jaxpr: ClosedJaxpr, decompositions: dict) -> ClosedJaxp
 def _aot_passes(aot: "Aot", args, kwargs) -> "_AotEntry":
     """aot's pipeline for one input signature: what a plain call runs. Differentiation adds
     `_vjp_passes`; each program is compiled (`aot: lower ...`) when it first runs."""
-    staged = run_pass("aot: functionalize", stage_functionalized, aot.fun, args, kwargs,  # trace, functionalize
-                      aot.static_argnums, "aot", show=attrgetter("jaxpr")).release()
+    checks = aot.checks_enabled
+    with emit_checks(checks):
+        staged = run_pass("aot: functionalize", stage_functionalized, aot.fun, args, kwargs,  # trace, functionalize
+                          aot.static_argnums, "aot", show=attrgetter("jaxpr")).release()
     _check_no_traced_consts(staged)
     pure = staged.jaxpr.with_meta(donate=tuple(staged.meta.mutated))  # written inputs are donated
     if aot.decompositions:
         pure = run_pass("aot: decompose", apply_decompositions, pure, aot.decompositions)
-    plain = run_pass("aot: lower", _Entry, staged, True, show=_lowered_program)  # jax.jit, for eager calls
+    plain = run_pass("aot: lower", _Entry, staged, True, checks, show=_lowered_program)  # jax.jit, for eager calls
     return _AotEntry(staged, pure, plain, aot)
 
 
@@ -186,7 +192,7 @@ class _AotEntry(AotEntry):
                                   aot.inference_compiler or aot.fw_compiler,
                                   lambda: [str(_output_descriptor(meta, slot, k)) for slot, k in meta.layout])
         if aot.inference_compiler is not None or aot.fw_compiler is not xla_compiler:
-            self.plain.fn = self.inference  # NOTE: a user compiler runs plain calls too
+            self.plain.fn, self.plain.checks = self.inference, None  # NOTE: a user compiler runs plain calls too
         self._vjps: dict = {}
 
     def vjp(self, wanted: tuple | None = None) -> "_AotVJP":
@@ -235,8 +241,8 @@ class Aot(Jitted):
     what = "aot"
 
     def __init__(self, fun, fw_compiler, bw_compiler, partition, decompositions, static_argnums,
-                 inference_compiler=None):
-        super().__init__(fun, static_argnums, donate=True)
+                 inference_compiler=None, checks=None):
+        super().__init__(fun, static_argnums, donate=True, checks=checks)
         self.fw_compiler = fw_compiler or xla_compiler
         self.bw_compiler = bw_compiler or self.fw_compiler
         self.inference_compiler = inference_compiler
@@ -258,9 +264,9 @@ class Aot(Jitted):
         statics = guards.hashable_statics(statics) if statics else ()
         signature = guards.call_key(leaves)
         if signature is not None:  # eager arguments: the inference program, boundary restored
-            entry = self._entry(args, kwargs, (in_tree, statics, signature))
+            entry = self._entry(args, kwargs, (in_tree, statics, signature, self.checks_enabled))
             return entry.plain.run(leaves, entry.plain.fn)
-        entry = self._entry(args, kwargs, (in_tree, statics, guards.abstract_key(leaves)))
+        entry = self._entry(args, kwargs, (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled))
         meta = entry.staged.meta
         bases = [_operand(b, g) for b, g in zip(boundary.entry_bases(meta.groups, leaves), meta.groups, strict=True)]
         outs = aot_call_p.bind(*bases, entry=entry)
@@ -288,7 +294,7 @@ def _operand(base, group):
 
 def aot(fun: Callable, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None,
         partition: Callable | None = None, decompositions: dict | None = None,
-        static_argnums: int | Sequence[int] = ()) -> Aot:
+        static_argnums: int | Sequence[int] = (), checks: bool | None = None) -> Aot:
     """Compile `fun`'s forward and backward as separate programs, AOTAutograd-style.
 
     Called plainly, it runs a compiled program with eager semantics at the boundary (written inputs
@@ -301,6 +307,7 @@ def aot(fun: Callable, fw_compiler: Callable | None = None, bw_compiler: Callabl
     `xla_compiler`); `bw_compiler` defaults to `fw_compiler`, and runs at the latest when the backward
     first runs. `partition` is a partitioner (`aotjax.partition`); `decompositions` maps primitives
     to functions that replace them. The signature of the programs is in this module's docstring.
+    `checks` checks indices as the programs run, as `jit`'s does (the default compiler lowers them).
 
     >>> f = aotjax.aot(lambda x, w: (x @ w).tanh().sum())
     >>> x, w = aotjax.ones(2, 3), aotjax.ones(3, 2) * 0.1
@@ -312,7 +319,7 @@ def aot(fun: Callable, fw_compiler: Callable | None = None, bw_compiler: Callabl
     >>> lowered.forward_inputs, lowered.backward_outputs
     (['primal[x]', 'primal[w]'], ['cotangent[x]', 'cotangent[w]'])
     """
-    return Aot(fun, fw_compiler, bw_compiler, partition, decompositions, static_argnums)
+    return Aot(fun, fw_compiler, bw_compiler, partition, decompositions, static_argnums, checks=checks)
 
 
 # -- stages -------------------------------------------------------------------------------------------------

@@ -5,9 +5,13 @@ record, StableHLO), and `.compile()` a `Compiled`. Calls look up a compiled prog
 guards of `aotjax.runtime.guards` (shapes, dtypes, pytree structure, static arguments, aliasing
 pattern) and trace again on a miss. Written inputs are donated: the program returns each written
 input's new base in the buffer of the old one, and the caller's storage takes it (no copy).
+With `checks=True` the program is traced with its run-time index checks and lowered through
+`jax.experimental.checkify`; a failed check raises the op's own error after the call, before
+anything is written back (see `jit`).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 from operator import attrgetter
 from typing import Any, Callable, Sequence
@@ -16,8 +20,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from aotjax.core.checks import config, emit_checks
 from aotjax.interpreters.eval import read
-from aotjax.lowering.to_jax import avals_to_structs, flat_function
+from aotjax.lowering.to_jax import CheckedProgram, avals_to_structs, flat_function
 from aotjax.runtime import boundary, guards
 from aotjax.runtime.boundary import GroupKind, Slot
 from aotjax.tensor import Tensor
@@ -29,25 +34,49 @@ from aotjax.transforms.passes import run_pass
 
 class _Entry:
     """One compiled program of a jitted function: the staged program, the jax-jitted flat function
-    (jax compiles it on first call), which flat inputs it donates, and where each output goes."""
+    (jax compiles it on first call), which flat inputs it donates, where each output goes, and with
+    `checks`, the `CheckedProgram` whose function was jitted (it returns the checkify error first)."""
 
-    __slots__ = ("staged", "fn", "donated", "readers", "base_pos", "mutated_pos")
+    __slots__ = ("staged", "fn", "donated", "readers", "base_pos", "mutated_pos", "checks")
 
-    def __init__(self, staged: Staged, donate: bool):
+    def __init__(self, staged: Staged, donate: bool, checks: bool = False):
         self.staged = staged
         meta = staged.meta
         self.donated = tuple(meta.mutated) if donate else ()
-        self.fn = jax.jit(flat_function(staged.jaxpr), donate_argnums=self.donated)
         self.readers = [_reader(g, gi in self.donated) for gi, g in enumerate(meta.groups)]
         positions = {entry: i for i, entry in enumerate(meta.layout)}
         self.base_pos = [positions[(Slot.BASE, k)] for k in range(meta.n_bases)]
         self.mutated_pos = [positions[(Slot.MUTATED, g)] for g in meta.mutated]
+        fn = flat_function(staged.jaxpr)
+        if checks:  # NOTE: a donated input's new value is its old one when a check fails (the program's input g)
+            guard = [(pos, g) for g, pos in zip(meta.mutated, self.mutated_pos, strict=True) if g in self.donated]
+            self.checks = CheckedProgram(fn, guard)
+            fn = self.checks.function
+        else:
+            self.checks = None
+        self.fn = jax.jit(fn, donate_argnums=self.donated)
 
-    def run(self, leaves: list, fn) -> Any:
-        """Call `fn` (the jitted function or an executable) on this call's arguments; replay."""
+    def run(self, leaves: list, fn, checked: bool = True) -> Any:
+        """Call `fn` (the jitted function or an executable) on this call's arguments; replay. With
+        checks, `fn` returns the checkify error first (unless not `checked`): a failed check raises
+        before anything is written back, once the donated inputs have their buffers back."""
         outs = fn(*[read_input(leaves[i]) for i, read_input in self.readers])
+        if self.checks is not None and checked:
+            error, outs = outs
+            self._raise_failed_check(error, leaves, outs)
         return boundary.apply(self.staged.meta, leaves, [outs[i] for i in self.mutated_pos],
                               [outs[i] for i in self.base_pos], wrap=_wrap)
+
+    def _raise_failed_check(self, error, leaves: list, outs) -> None:
+        failure = self.checks.failure(error)
+        if failure is None:
+            return
+        groups = self.staged.meta.groups
+        for g, pos in zip(self.staged.meta.mutated, self.mutated_pos, strict=True):
+            target = boundary.group_base(groups[g], leaves)
+            if isinstance(target, Tensor) and target._storage.base.is_deleted():  # donated: its value at entry
+                boundary.write_back(target, outs[pos])
+        raise failure
 
 
 def _reader(g, donated: bool):
@@ -95,10 +124,11 @@ class Jitted:
 
     what = "jit"  # the transform's name, for messages
 
-    def __init__(self, fun: Callable, static_argnums: int | Sequence[int], donate: bool):
+    def __init__(self, fun: Callable, static_argnums: int | Sequence[int], donate: bool, checks: bool | None = None):
         self.fun = fun
         self.static_argnums = normalize_argnums(fun, static_argnums, self.what, "static_argnums")
         self.donate = donate
+        self.checks = checks
         self._cache: dict = {}
         self.trace_count = 0
         functools.update_wrapper(self, fun, updated=())  # NOTE: not fun.__dict__: a wrapped Jitted has state
@@ -111,13 +141,20 @@ class Jitted:
         leaves, in_tree = jax.tree_util.tree_flatten((dyn, kwargs))
         return leaves, in_tree, statics
 
+    @property
+    def checks_enabled(self) -> bool:
+        """Whether programs are traced and compiled with their run-time checks now (`checks`, or when
+        that is None, `aotjax.config.checks`): part of the compile cache key."""
+        return self.checks if self.checks is not None else config.checks
+
     def __call__(self, *args, **kwargs):
         leaves, in_tree, statics = self._split(args, kwargs)
         signature = guards.call_key(leaves)
         if signature is None:
-            # NOTE: under another transform the body is inlined into it, functionalized.
-            return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
-        key = (in_tree, statics, signature)
+            # NOTE: under another transform the body is inlined into it, functionalized (checked if asked to).
+            with emit_checks(self.checks) if self.checks is not None else contextlib.nullcontext():
+                return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
+        key = (in_tree, statics, signature, self.checks_enabled)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._publish(key, self._stage(args, kwargs))
@@ -132,9 +169,11 @@ class Jitted:
     def _stage(self, args, kwargs) -> _Entry:
         """jit's pipeline, once per input signature."""
         self.trace_count += 1
-        staged = run_pass("jit: functionalize", stage_functionalized, self.fun, args, kwargs,  # the pure program
-                          self.static_argnums, self.what, show=attrgetter("jaxpr")).release()
-        return run_pass("jit: lower", _Entry, staged, self.donate, show=_lowered_program)  # jax.jit, donating
+        checks = self.checks_enabled
+        with emit_checks(checks):
+            staged = run_pass("jit: functionalize", stage_functionalized, self.fun, args, kwargs,  # the pure program
+                              self.static_argnums, self.what, show=attrgetter("jaxpr")).release()
+        return run_pass("jit: lower", _Entry, staged, self.donate, checks, show=_lowered_program)  # jax.jit, donating
 
     def lower(self, *args, **kwargs) -> "Lowered":
         """Trace and lower for these arguments (nothing runs): the functionalized jaxpr, the boundary
@@ -148,6 +187,7 @@ class Jitted:
     def __repr__(self) -> str:
         options = f", static_argnums={self.static_argnums}" if self.static_argnums else ""
         options += ", donate=False" if not self.donate else ""
+        options += f", checks={self.checks}" if self.checks is not None else ""
         n = len(self._cache)
         return f"{self.what}({fun_name(self.fun)}{options}): {n} program{'' if n == 1 else 's'} cached"
 
@@ -198,7 +238,7 @@ class Lowered:
             return [read(o) for o in eval_jaxpr(closed, *map(_wrap, vals))]
 
         leaves, _, _ = self._jitted._split(args, kwargs)
-        return self._entry.run(leaves, interpret)
+        return self._entry.run(leaves, interpret, checked=False)  # NOTE: eval_jaxpr runs the checks eagerly
 
     def compile(self) -> "Compiled":
         return Compiled(self._jitted, self._entry, self._lowered.compile())
@@ -241,7 +281,8 @@ class Compiled:
         return f"Compiled({self._jitted.what}({fun_name(self._jitted.fun)}) {_signature(self._entry.staged.jaxpr)})"
 
 
-def jit(fun: Callable, static_argnums: int | Sequence[int] = (), donate: bool = True) -> Jitted:
+def jit(fun: Callable, static_argnums: int | Sequence[int] = (), donate: bool = True,
+        checks: bool | None = None) -> Jitted:
     """Compile `fun` through XLA, keeping eager semantics at the call.
 
     `fun` is functionalized and traced for the shapes, dtypes, pytree structure, static arguments
@@ -250,6 +291,17 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), donate: bool = 
     the program writes the new value into the old buffer); outputs that alias inputs are views of
     the caller's tensors. Under another transform (`grad`, `make_jaxpr`, ...) the body is inlined.
 
+    Out-of-range indices: eagerly they raise as in PyTorch, but a compiled program knows its indices
+    only when it runs, and by default does what XLA does: gathers (`x[i]`, `index_select`,
+    `embedding`) clamp an index into range, `gather` (`take_along_axis`) gives NaN (floats) for it,
+    scatters (`x[i] = v`, `index_put`, `scatter`, `scatter_add`, `index_add`) drop the update; a
+    negative index in [-size, 0) counts from the end, even where PyTorch rejects it (`gather`,
+    `index_select`, ...). With `checks=True` (default: `aotjax.config.checks`) every index is
+    checked as the program runs (`jax.experimental.checkify`): a bad one raises the error eager mode
+    raises (same class and message, the op's source line) after the call, and no input is changed,
+    donated ones included (their old values are the program's outputs then). Checks cost a
+    reduction per index and a sync with the device at each call, so they are off by default.
+
     >>> @aotjax.jit
     ... def step(w, g):
     ...     w.sub_(0.5 * g)
@@ -257,5 +309,9 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), donate: bool = 
     >>> w = aotjax.ones(3)
     >>> step(w, aotjax.ones(3)), w
     (tensor(0.75), tensor([0.5, 0.5, 0.5]))
+    >>> pick = aotjax.jit(lambda x, i: x[i], checks=True)
+    >>> pick(aotjax.ones(3), aotjax.tensor([3]))
+    Traceback (most recent call last):
+    IndexError: getitem: index 3 is out of bounds for dimension 0 with size 3 (at ...)
     """
-    return Jitted(fun, static_argnums, donate)
+    return Jitted(fun, static_argnums, donate, checks)

@@ -7,6 +7,7 @@ from typing import Any, Callable, Sequence
 import jax
 
 from aotjax.core.avals import PYTHON_SCALARS, ShapedArray, canonicalize_dtype, python_scalar_dtype
+from aotjax.core.checks import emit_checks
 from aotjax.core.interpreter import full_raise, new_main
 from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
 from aotjax.tensor import Tensor
@@ -45,7 +46,7 @@ def trace_to_jaxpr(fun: Callable, args: Sequence, kwargs: dict, static_argnums: 
     """Trace `fun(*args, **kwargs)` into a ClosedJaxpr (with `in_tree` and `out_tree` set)."""
     dyn, _, merge = split_static(args, static_argnums, kwargs, "make_jaxpr", fun)
     leaves, in_tree = jax.tree_util.tree_flatten((dyn, kwargs))
-    with new_main(JaxprTrace, JaxprBuilder(), dynamic=True) as main:
+    with new_main(JaxprTrace, JaxprBuilder(), dynamic=True) as main, emit_checks(False):  # the program as written
         trace = main.trace
         in_tracers = [trace.builder.new_arg(trace, *input_aval(x)) for x in leaves]
         invars = [t._var for t in in_tracers]

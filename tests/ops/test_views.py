@@ -103,13 +103,15 @@ def test_shape_errors(f, match):
         f(aotjax.zeros(2, 3))
 
 
-@pytest.mark.parametrize("f,match", [
-    (lambda x: x.select(0, 2), r"select: index 2 is out of range for dimension 0 of size 2"),
-    (lambda x: x.narrow(1, 2, 2), r"narrow: start \(2\) \+ length \(2\) exceeds dimension 1 of size 3"),
-    (lambda x: x.transpose(0, 2), r"transpose: dimension 2 is out of range"),
+@pytest.mark.parametrize("f,exc,match", [  # PyTorch's exception classes
+    (lambda x: x.select(0, 2), IndexError, r"select: index 2 is out of range for dimension 0 of size 2"),
+    (lambda x: x.narrow(1, 4, 0), IndexError, r"narrow: start 4 is out of range for dimension 1 of size 3"),
+    (lambda x: x.narrow(1, 2, 2), RuntimeError, r"narrow: start \(2\) \+ length \(2\) exceeds dimension 1 of size 3"),
+    (lambda x: x.narrow(1, 0, -1), RuntimeError, r"narrow: length must be non-negative, got -1"),
+    (lambda x: x.transpose(0, 2), IndexError, r"transpose: dimension 2 is out of range"),
 ])
-def test_index_errors(f, match):
-    with pytest.raises(IndexError, match=match):
+def test_index_errors(f, exc, match):
+    with pytest.raises(exc, match=match + r".*test_views.py"):
         f(aotjax.zeros(2, 3))
 
 

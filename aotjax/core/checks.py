@@ -1,0 +1,82 @@
+"""Run-time checks: out-of-range indices raise as in PyTorch.
+
+Eagerly every index is checked on its concrete value. A staged program (`jit`, `aot`, `make_jaxpr`)
+holds no check unless asked (`jit(f, checks=True)`, or `aotjax.config.checks = True`): then the ops
+taking indices stage a `check_index` equation (`aotjax.ops.indexing`), which a checked lowering
+turns into a `jax.experimental.checkify` check. This module holds the switches both sides read:
+
+- `emit_checks(enabled)`: whether the ops bound inside stage their checks. Eager code (the outermost
+  level) is always checked; each staging transform sets its own value while it traces, and keys its
+  compile cache on it.
+- `lowering_checks()`: while a checked program is lowered, a `CheckRecord` collects what each
+  check lowered to (its predicate, and the exception and message it raises).
+- `config`: the process-wide default of `jit`/`aot`'s `checks` (`AOTJAX_CHECKS=1` sets it).
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Config", "config", "emit_checks", "checks_emitted", "CheckRecord", "lowering_checks", "check_record"]
+
+
+@dataclass
+class Config:
+    """Process-wide settings (`aotjax.config`). `checks`: the default of `jit`/`aot`'s `checks`
+    argument, read at each call (`AOTJAX_CHECKS=1` in the environment turns it on).
+
+    >>> aotjax.config.checks
+    False
+    """
+
+    checks: bool = field(default_factory=lambda: os.environ.get("AOTJAX_CHECKS", "0") not in ("", "0"))
+
+
+config = Config()
+
+_emitting: list[bool] = [True]
+
+
+@contextmanager
+def emit_checks(enabled: bool):
+    """Ops bound inside stage their run-time checks when `enabled` (eager values are always checked)."""
+    _emitting.append(bool(enabled))
+    try:
+        yield
+    finally:
+        _emitting.pop()
+
+
+def checks_emitted() -> bool:
+    return _emitting[-1]
+
+
+@dataclass
+class CheckRecord:
+    """What the checks of one program lowered to: `predicates` (one scalar jax bool per check, True
+    when it passes, values of the trace being lowered) and `errors` (message template -> the exception
+    class it raises)."""
+
+    predicates: list[Any] = field(default_factory=list)
+    errors: dict[str, type] = field(default_factory=dict)
+
+
+_lowering: list[CheckRecord] = []
+
+
+@contextmanager
+def lowering_checks():
+    """Lower the checks met inside (instead of dropping them), recording them in the yielded record."""
+    record = CheckRecord()
+    _lowering.append(record)
+    try:
+        yield record
+    finally:
+        _lowering.pop()
+
+
+def check_record() -> CheckRecord | None:
+    """The record of the checked lowering running now, or None (checks lower to nothing)."""
+    return _lowering[-1] if _lowering else None
