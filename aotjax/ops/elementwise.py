@@ -584,17 +584,7 @@ remainder_p, remainder__p, remainder, remainder_ = _binary_family(
     """)
 defjvp(remainder_p, lambda t, x, y: t, lambda t, x, y: neg(mul(t, floor(div(x, y)))))
 pow_p, pow__p, _pow, pow_ = _binary_family("pow", jnp.power, _ANY, "")
-
-
-def _pow_layout(operands, shape, /, **params):
-    # NOTE: PyTorch's `pow(Scalar, Tensor)` (`2 ** x`) gives a contiguous result; `x ** 2.5` is a unary op of x
-    base, exponent = operands
-    if not getattr(base, "shape", ()) and getattr(exponent, "shape", ()):
-        return None
-    return tensor_layout(operands, shape)
-
-
-pow_p.layout_rule = _pow_layout
+pow_p.layout_rule = tensor_layout  # NOTE: PyTorch's `x ** 2.5` is a unary op of x
 
 
 def _pow_jvp_x(t, ans, x, y):
@@ -750,6 +740,8 @@ def pow(x, y):
         x = as_tensor(x)
         dtype = result_type(x, y)  # NOTE: y as given: a NumPy int promotes as a 0-d array, as in `pow`
         return integer_pow_p.bind(x if x.dtype == dtype else convert(x, dtype), y=int(y))
+    if is_scalar(x) and isinstance(y, Tensor):
+        y = y.contiguous()  # NOTE: PyTorch's pow(Scalar, Tensor) (`2 ** x`) gives a contiguous result
     return _pow(x, y)
 
 

@@ -122,6 +122,7 @@ def stack(tensors, dim: int = 0):
 # -- flip / roll -------------------------------------------------------------------------------
 flip_p = standard_primitive("flip", lambda x, *, dims: x.shape, _keep_dtype, lambda x, *, dims: jnp.flip(x, dims),
                             recompute=Recompute.CHEAP, flops=output_size_flops)
+flip_p.layout_rule = preserve_layout  # NOTE: PyTorch's flip writes into `empty_like(x)`: x's dense layout
 deflinear(flip_p)
 deflinear_transpose(flip_p, lambda ct, x, *, dims: flip_p.bind(ct, dims=dims))
 
