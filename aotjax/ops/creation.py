@@ -206,7 +206,7 @@ def empty(*size, dtype=None) -> Tensor:
 
 
 def full_like(input, fill_value, dtype=None) -> Tensor:
-    """A tensor of `input`'s shape (and dtype, unless `dtype` is given) filled with `fill_value`.
+    """A tensor of `input`'s shape and layout (and dtype, unless `dtype` is given) filled with `fill_value`.
 
     >>> aotjax.full_like(aotjax.zeros(2), 0.5)
     tensor([0.5, 0.5])
@@ -216,16 +216,19 @@ def full_like(input, fill_value, dtype=None) -> Tensor:
 
 
 def zeros_like(input, dtype=None) -> Tensor:
-    """Zeros of `input`'s shape and dtype (unless `dtype` is given).
+    """Zeros of `input`'s shape and dtype (unless `dtype` is given), laid out as `input` is (PyTorch's
+    `preserve_format`: a transposed input gives a transposed result).
 
     >>> aotjax.zeros_like(aotjax.tensor([1, 2]))
     tensor([0, 0])
+    >>> aotjax.zeros_like(aotjax.zeros(2, 3).t()).stride()
+    (1, 3)
     """
     return _full(tuple(input.shape), 0, _dtype("zeros_like", dtype, input.dtype), input)
 
 
 def ones_like(input, dtype=None) -> Tensor:
-    """Ones of `input`'s shape and dtype (unless `dtype` is given).
+    """Ones of `input`'s shape, layout and dtype (unless `dtype` is given).
 
     >>> aotjax.ones_like(aotjax.zeros(2), dtype=aotjax.bool)
     tensor([ True,  True])
@@ -234,7 +237,7 @@ def ones_like(input, dtype=None) -> Tensor:
 
 
 def empty_like(input, dtype=None) -> Tensor:
-    """An "uninitialized" tensor like `input` (zeros: XLA has no uninitialized memory).
+    """An "uninitialized" tensor of `input`'s shape, layout and dtype (zeros: XLA has no uninitialized memory).
 
     >>> aotjax.empty_like(aotjax.zeros(2, 3)).shape
     (2, 3)

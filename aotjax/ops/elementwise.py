@@ -95,7 +95,26 @@ def to(x, dtype=None, *args, **kwargs):
     """
     if isinstance(dtype, Tensor):
         dtype = dtype.dtype
-    return x if dtype is None else convert(x, to_dtype(dtype, "to"))
+    if dtype is None:
+        return x
+    new_dtype = to_dtype(dtype, "to")
+    if new_dtype == x.dtype and _truncated_request(dtype, new_dtype):
+        # NOTE: `x.double()` without x64 gives float32, x's own dtype: still a new tensor, as PyTorch's
+        # conversion to another dtype is (returning x itself would alias it).
+        from aotjax.ops.shape import clone  # NOTE: lazy: the shape family is defined after this one
+
+        return clone(x)
+    return convert(x, new_dtype)
+
+
+def _truncated_request(dtype, got: np.dtype) -> bool:
+    """Whether `dtype`, a dtype the user asked for, is a 64-bit one that jax's 32-bit mode turned into `got`."""
+    if any(dtype is t for t in (float, int, bool)):  # NOTE: by identity: np.dtype('float64') == float
+        return False
+    try:
+        return np.dtype(dtype) != got
+    except TypeError:
+        return False
 
 
 def _type_as(x, other):
