@@ -10,8 +10,9 @@ are the functions of `aotjax.ops`, which each op family installs beside the op's
 
 Each Tensor also records the strides and storage offset PyTorch would give it. They are metadata
 only (XLA has no strides) and decide, as in PyTorch, whether `reshape`/`flatten`/`contiguous`
-return a view or a copy and whether `view` is allowed. Every interpreter records them on the view
-tensors it makes (`view_layout`), so they hold under every transform.
+return a view or a copy and whether `view` is allowed. Every interpreter records them on the tensors it
+makes for views (`view_layout`) and for functional primitives that keep their operands' layout
+(elementwise ops, casts, `clone`: `record_layout`), so they hold under every transform.
 """
 from __future__ import annotations
 
@@ -176,12 +177,10 @@ class Tensor:
 
     def is_contiguous(self) -> bool:
         """Whether PyTorch would call this tensor contiguous (row-major, dense)."""
-        if self._strides is None:
+        if self._strides is None or 0 in self.shape:
             return True
         expected = 1
         for size, stride in reversed(list(zip(self.shape, self._strides))):
-            if size == 0:
-                return True
             if size != 1 and stride != expected:
                 return False
             expected *= size
@@ -345,9 +344,16 @@ def view_layout(prim: Primitive, x, shape: tuple[int, ...], params: dict) -> tup
 
 
 def record_layout(prim: Primitive, operands, outs: list, params: dict) -> list:
-    """Give each tensor of `outs`, the results of `prim` on `operands`, its PyTorch layout (`view_layout`
-    of operand 0) if `prim` has a stride rule; returns `outs`."""
+    """Give each tensor of `outs`, the results of `prim` on `operands`, its PyTorch layout: for a view,
+    `view_layout` of operand 0; for a functional primitive with a `layout_rule` (elementwise ops, casts,
+    `clone`, `*_like`: `aotjax.ops.layout`), the strides the rule gives. Returns `outs`."""
     if prim.view_strides is not None:
         for o in outs:
             o._strides, o._offset = view_layout(prim, operands[0], tuple(o.shape), params)
+    elif prim.layout_rule is not None:
+        for o in outs:
+            shape = tuple(o.shape)
+            strides = prim.layout_rule(operands, shape, **params)
+            if strides is not None and tuple(strides) != contiguous_strides(shape):
+                o._strides = tuple(strides)
     return outs

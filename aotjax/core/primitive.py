@@ -92,6 +92,15 @@ class ViewStridesRule(Protocol):
     def __call__(self, shape: tuple, strides: tuple, offset: int, **params: Any) -> tuple[tuple, int]: ...
 
 
+class LayoutRule(Protocol):
+    """`(operands, shape, **params) -> strides | None`: the PyTorch strides of a functional primitive's result
+    of shape `shape`, from its operands (tensors of any interpreter, each with `.shape` and `._strides`, None
+    meaning contiguous; or scalars). None means contiguous. Metadata only: data is never strided. The rules
+    live in `aotjax.ops.layout`; each interpreter applies them through `aotjax.tensor.record_layout`."""
+
+    def __call__(self, operands: Sequence[Any], shape: tuple, /, **params: Any) -> tuple | None: ...
+
+
 _registry: list["Primitive"] = []
 
 
@@ -140,6 +149,7 @@ class Primitive:
         self.abstract_eval: AbstractEvalRule | None = None
         self.view_inverse: ViewInverseRule | None = None
         self.view_strides: ViewStridesRule | None = None
+        self.layout_rule: LayoutRule | None = None  # functional primitives whose result keeps a layout
         self.print_rule: Callable[[dict], dict] | None = None
         # `(**params) -> callable on arrays`: how eager mode runs it, when not by jitting its lowering rule
         self.eager_impl: Callable[..., Callable] | None = None

@@ -100,7 +100,7 @@ class EvalTrace(Trace):
             out = impl(prim, [read(a) for a in args], params)
             if prim.multiple_results:
                 return [Tensor._wrap(o) for o in out]
-            if prim.view_strides is not None:  # NOTE: `clone` keeps its operand's memory order
+            if prim.layout_rule is not None:  # NOTE: elementwise results keep their operands' layout
                 return record_layout(prim, args, [Tensor._wrap(out)], params)
             return [Tensor._wrap(out)]
         if kind is Kind.VIEW:

@@ -90,7 +90,7 @@ class FunctionalizeTrace(Trace):
             if kind is Kind.FUNCTIONAL:
                 outs = prim.bind(*map(_read, tracers), **params)
                 outs = [self.new_tensor(o) for o in (outs if prim.multiple_results else [outs])]
-                return record_layout(prim, tracers, outs, params)  # NOTE: `clone` keeps the memory order
+                return record_layout(prim, tracers, outs, params)  # NOTE: elementwise results keep a layout
             if kind is Kind.VIEW:
                 x = tracers[0]
                 (aval,) = abstract_eval(prim, [get_aval(t) for t in tracers], params)

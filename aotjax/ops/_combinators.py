@@ -1,8 +1,8 @@
 """Combinators that make a primitive cost a few lines: standard shape/dtype rules, broadcasting
 elementwise families, and in-place variants of functional primitives. Each declares what it knows of
-the primitives it makes (`Primitive.recompute`, `Primitive.flops`): an elementwise primitive is
-`Recompute.CHEAP` at one operation per output element; an in-place variant costs what its functional
-primitive costs."""
+the primitives it makes (`Primitive.recompute`, `Primitive.flops`, `Primitive.layout_rule`): an
+elementwise primitive is `Recompute.CHEAP` at one operation per output element, laid out as PyTorch's
+TensorIterator lays out its result; an in-place variant costs what its functional primitive costs."""
 from __future__ import annotations
 
 from typing import Callable
@@ -11,8 +11,9 @@ import numpy as np
 
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import DTypeError, ShapeError
-from aotjax.core.primitive import FlopsRule, Kind, Primitive, Recompute, output_size_flops
+from aotjax.core.primitive import FlopsRule, Kind, LayoutRule, Primitive, Recompute, output_size_flops
 from aotjax.interpreters.lowering import lowering_rules, register_lowering
+from aotjax.ops.layout import elementwise_layout
 
 
 def standard_primitive(name: str, shape_rule: Callable | None, dtype_rule: Callable | None, lower: Callable,
@@ -52,9 +53,11 @@ def same_dtype(op: str, *avals: ShapedArray) -> np.dtype:
     return avals[0].dtype
 
 
-def elementwise(name: str, lower: Callable, *, out_dtype: Callable[[np.dtype], np.dtype] | None = None) -> Primitive:
+def elementwise(name: str, lower: Callable, *, out_dtype: Callable[[np.dtype], np.dtype] | None = None,
+                layout: LayoutRule = elementwise_layout) -> Primitive:
     """An elementwise primitive of any arity: operands of one dtype, broadcast together, cheap to
-    recompute (`Recompute.CHEAP`, one operation per output element). `out_dtype(in_dtype)` gives the
+    recompute (`Recompute.CHEAP`, one operation per output element), its result laid out as PyTorch's
+    TensorIterator lays it out (`layout`, see `aotjax.ops.layout`). `out_dtype(in_dtype)` gives the
     result dtype (default: the operands' dtype)."""
     def shape_rule(*avals, **params):
         return broadcast_shapes(name, *(a.shape for a in avals))
@@ -63,7 +66,9 @@ def elementwise(name: str, lower: Callable, *, out_dtype: Callable[[np.dtype], n
         dt = same_dtype(name, *avals)
         return out_dtype(dt) if out_dtype is not None else dt
 
-    return standard_primitive(name, shape_rule, dtype_rule, lower, recompute=Recompute.CHEAP, flops=output_size_flops)
+    prim = standard_primitive(name, shape_rule, dtype_rule, lower, recompute=Recompute.CHEAP, flops=output_size_flops)
+    prim.layout_rule = layout
+    return prim
 
 
 def inplace_variant(prim: Primitive, name: str | None = None, mutates: tuple[int, ...] = (0,)) -> Primitive:

@@ -1,6 +1,8 @@
 """Creation ops: `tensor` wraps concrete data; `zeros`, `ones`, `full`, `arange`, `linspace`, `eye` and
 their `_like` forms are primitives with no operands, so that under `make_jaxpr` they are staged as
-equations (`full[shape=(2, 3) fill_value=0.0 dtype=float32]`) rather than captured as constants."""
+equations (`full[shape=(2, 3) fill_value=0.0 dtype=float32]`) rather than captured as constants. A `_like`
+op keeps its input's layout as PyTorch's `preserve_format` does: `full`'s `strides` param (None: contiguous)
+records it, so every interpreter gives the result those strides."""
 from __future__ import annotations
 
 import math
@@ -20,6 +22,7 @@ from aotjax.interpreters.eval import read
 from aotjax.interpreters.jvp import defjvp_zero
 from aotjax.ops._combinators import standard_primitive
 from aotjax.ops._frontend import convert, to_dtype
+from aotjax.ops.layout import preserve_layout
 from aotjax.ops.promotion import category, default_float_dtype, default_int_dtype, is_float
 from aotjax.tensor import Tensor, method
 
@@ -146,14 +149,18 @@ method(_init_from_data, "__init__")
 
 # -- full ------------------------------------------------------------------------------------------
 full_p = standard_primitive(
-    "full", lambda *, shape, fill_value, dtype: shape, lambda *, shape, fill_value, dtype: dtype,
-    lambda *, shape, fill_value, dtype: jnp.full(shape, fill_value, dtype),
+    "full", lambda *, shape, fill_value, dtype, strides: shape, lambda *, shape, fill_value, dtype, strides: dtype,
+    lambda *, shape, fill_value, dtype, strides: jnp.full(shape, fill_value, dtype),
     recompute=Recompute.CHEAP, flops=output_size_flops)
+full_p.layout_rule = lambda operands, out_shape, /, *, strides, **params: strides
+full_p.print_rule = lambda params: {k: v for k, v in params.items() if k != "strides" or v is not None}
 defjvp_zero(full_p)
 
 
-def _full(shape, fill_value, dtype) -> Tensor:
-    return full_p.bind(shape=shape, fill_value=_as_param(fill_value, dtype), dtype=dtype)
+def _full(shape, fill_value, dtype, like=None) -> Tensor:
+    """`full`, laid out as `like` (a tensor whose layout a `_like` op preserves) if given."""
+    strides = preserve_layout([like], shape) if like is not None else None
+    return full_p.bind(shape=shape, fill_value=_as_param(fill_value, dtype), dtype=dtype, strides=strides)
 
 
 def full(size, fill_value, dtype=None) -> Tensor:
@@ -199,40 +206,43 @@ def empty(*size, dtype=None) -> Tensor:
 
 
 def full_like(input, fill_value, dtype=None) -> Tensor:
-    """A tensor of `input`'s shape (and dtype, unless `dtype` is given) filled with `fill_value`.
+    """A tensor of `input`'s shape and layout (and dtype, unless `dtype` is given) filled with `fill_value`.
 
     >>> aotjax.full_like(aotjax.zeros(2), 0.5)
     tensor([0.5, 0.5])
     """
     fill_value = _python_scalar("full_like", fill_value)
-    return _full(tuple(input.shape), fill_value, _dtype("full_like", dtype, input.dtype))
+    return _full(tuple(input.shape), fill_value, _dtype("full_like", dtype, input.dtype), input)
 
 
 def zeros_like(input, dtype=None) -> Tensor:
-    """Zeros of `input`'s shape and dtype (unless `dtype` is given).
+    """Zeros of `input`'s shape and dtype (unless `dtype` is given), laid out as `input` is (PyTorch's
+    `preserve_format`: a transposed input gives a transposed result).
 
     >>> aotjax.zeros_like(aotjax.tensor([1, 2]))
     tensor([0, 0])
+    >>> aotjax.zeros_like(aotjax.zeros(2, 3).t()).stride()
+    (1, 3)
     """
-    return _full(tuple(input.shape), 0, _dtype("zeros_like", dtype, input.dtype))
+    return _full(tuple(input.shape), 0, _dtype("zeros_like", dtype, input.dtype), input)
 
 
 def ones_like(input, dtype=None) -> Tensor:
-    """Ones of `input`'s shape and dtype (unless `dtype` is given).
+    """Ones of `input`'s shape, layout and dtype (unless `dtype` is given).
 
     >>> aotjax.ones_like(aotjax.zeros(2), dtype=aotjax.bool)
     tensor([ True,  True])
     """
-    return _full(tuple(input.shape), 1, _dtype("ones_like", dtype, input.dtype))
+    return _full(tuple(input.shape), 1, _dtype("ones_like", dtype, input.dtype), input)
 
 
 def empty_like(input, dtype=None) -> Tensor:
-    """An "uninitialized" tensor like `input` (zeros: XLA has no uninitialized memory).
+    """An "uninitialized" tensor of `input`'s shape, layout and dtype (zeros: XLA has no uninitialized memory).
 
     >>> aotjax.empty_like(aotjax.zeros(2, 3)).shape
     (2, 3)
     """
-    return _full(tuple(input.shape), 0, _dtype("empty_like", dtype, input.dtype))
+    return _full(tuple(input.shape), 0, _dtype("empty_like", dtype, input.dtype), input)
 
 
 # -- arange ----------------------------------------------------------------------------------------

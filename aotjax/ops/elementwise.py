@@ -32,6 +32,7 @@ from aotjax.interpreters.jvp import defjvp, defjvp2, defjvp_zero, deflinear, jvp
 from aotjax.interpreters.transpose import deflinear2_transpose, deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, elementwise, inplace_variant, same_dtype, standard_primitive
 from aotjax.ops._frontend import as_tensor, bind_inplace, convert, is_scalar, promote, to_dtype
+from aotjax.ops.layout import elementwise_layout, preserve_layout, tensor_layout
 from aotjax.ops.promotion import (
     _BOOL,
     _FLOAT,
@@ -55,6 +56,7 @@ _BOOL_DTYPE = np.dtype(np.bool_)
 convert_element_type_p = standard_primitive(
     "convert_element_type", lambda x, *, new_dtype: x.shape, lambda x, *, new_dtype: new_dtype,
     lambda x, *, new_dtype: x.astype(new_dtype), recompute=Recompute.CHEAP, flops=output_size_flops)
+convert_element_type_p.layout_rule = preserve_layout  # NOTE: `x.to(dtype)` is a preserve_format copy
 
 
 def _convert_element_type_jvp(primals, tangents, *, new_dtype):
@@ -83,7 +85,26 @@ def to(x, dtype=None, *args, **kwargs):
     """
     if isinstance(dtype, Tensor):
         dtype = dtype.dtype
-    return x if dtype is None else convert(x, to_dtype(dtype, "to"))
+    if dtype is None:
+        return x
+    new_dtype = to_dtype(dtype, "to")
+    if new_dtype == x.dtype and _truncated_request(dtype, new_dtype):
+        # NOTE: `x.double()` without x64 gives float32, x's own dtype: still a new tensor, as PyTorch's
+        # conversion to another dtype is (returning x itself would alias it).
+        from aotjax.ops.shape import clone  # NOTE: lazy: the shape family is defined after this one
+
+        return clone(x)
+    return convert(x, new_dtype)
+
+
+def _truncated_request(dtype, got: np.dtype) -> bool:
+    """Whether `dtype`, a dtype the user asked for, is a 64-bit one that jax's 32-bit mode turned into `got`."""
+    if any(dtype is t for t in (float, int, bool)):  # NOTE: by identity: np.dtype('float64') == float
+        return False
+    try:
+        return np.dtype(dtype) != got
+    except TypeError:
+        return False
 
 
 def _type_as(x, other):
@@ -581,6 +602,7 @@ remainder_p, remainder__p, remainder, remainder_ = _binary_family(
     """)
 defjvp(remainder_p, lambda t, x, y: t, lambda t, x, y: neg(mul(t, floor(div(x, y)))))
 pow_p, pow__p, _pow, pow_ = _binary_family("pow", jnp.power, _ANY, "")
+pow_p.layout_rule = tensor_layout  # NOTE: PyTorch's `x ** 2.5` is a unary op of x
 
 
 def _pow_jvp_x(t, ans, x, y):
@@ -736,6 +758,8 @@ def pow(x, y):
         x = as_tensor(x)
         dtype = result_type(x, y)  # NOTE: y as given: a NumPy int promotes as a 0-d array, as in `pow`
         return integer_pow_p.bind(x if x.dtype == dtype else convert(x, dtype), y=int(y))
+    if is_scalar(x) and isinstance(y, Tensor):
+        y = y.contiguous()  # NOTE: PyTorch's pow(Scalar, Tensor) (`2 ** x`) gives a contiguous result
     return _pow(x, y)
 
 
@@ -769,6 +793,7 @@ def _div_dtype(x, y, *, rounding_mode):
 
 div_p = standard_primitive("div", lambda x, y, **_: broadcast_shapes("div", x.shape, y.shape), _div_dtype,
                            _div_lower, recompute=Recompute.CHEAP, flops=output_size_flops)
+div_p.layout_rule = elementwise_layout
 div__p = inplace_variant(div_p)
 div_p.print_rule = div__p.print_rule = lambda params: {k: v for k, v in params.items() if v is not None}
 
@@ -852,6 +877,7 @@ def _where_dtype(cond, x, y):
 
 where_p = standard_primitive("where", lambda c, x, y: broadcast_shapes("where", c.shape, x.shape, y.shape),
                              _where_dtype, jnp.where, recompute=Recompute.CHEAP, flops=output_size_flops)
+where_p.layout_rule = elementwise_layout  # NOTE: the condition first, as in PyTorch
 defjvp(where_p, None, lambda t, c, x, y: where(c, t, 0), lambda t, c, x, y: where(c, 0, t))
 deflinear_transpose(where_p, None, lambda ct, c, x, y: unbroadcast(where_p.bind(c, ct, ct.dtype.type(0)), x.aval),
                     lambda ct, c, x, y: unbroadcast(where_p.bind(c, ct.dtype.type(0), ct), y.aval))
@@ -874,7 +900,7 @@ def _clamp_lower(x, lo, hi):
     return jnp.minimum(jnp.maximum(x, lo), hi)
 
 
-clamp_p = elementwise("clamp", _clamp_lower, out_dtype=_ANY.rule("clamp"))
+clamp_p = elementwise("clamp", _clamp_lower, out_dtype=_ANY.rule("clamp"), layout=tensor_layout)
 clamp__p = inplace_variant(clamp_p)
 
 
@@ -949,7 +975,7 @@ def _lerp_lower(start, end, weight):
     return jnp.where(jnp.abs(weight) < 0.5, start + weight * diff, end - diff * (1 - weight))
 
 
-lerp_p = elementwise("lerp", _lerp_lower, out_dtype=_FLOATING.rule("lerp"))
+lerp_p = elementwise("lerp", _lerp_lower, out_dtype=_FLOATING.rule("lerp"), layout=tensor_layout)
 lerp__p = inplace_variant(lerp_p)
 defjvp(lerp_p, lambda t, s, e, w: mul(t, sub(1, w)), lambda t, s, e, w: mul(t, w),
        lambda t, s, e, w: mul(t, sub(e, s)))

@@ -30,6 +30,7 @@ from aotjax.ops._combinators import broadcast_shapes, inplace_variant, standard_
 from aotjax.ops._frontend import as_tensor, bind_inplace, canonical_dim, convert, is_scalar
 from aotjax.ops.creation import arange, full, tensor
 from aotjax.ops.elementwise import eq_p, mul_p, where_p
+from aotjax.ops.layout import preserve_layout
 from aotjax.ops.promotion import default_int_dtype
 from aotjax.ops.reduction import reduce_sum_p
 from aotjax.ops.views import _slice, alias, select, slice_scatter_p, unsqueeze, view_p
@@ -96,6 +97,7 @@ def _index_put_lower(x, values, *indices, dims, accumulate):
 
 index_put_p = standard_primitive("index_put", _same_shape, _keep_dtype, _index_put_lower,
                                  recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
+index_put_p.layout_rule = preserve_layout  # NOTE: PyTorch's index_put is a preserve_format clone, then index_put_
 index_put__p = inplace_variant(index_put_p)
 deflinear(index_put_p, argnums=(0, 1))
 

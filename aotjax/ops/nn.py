@@ -28,14 +28,16 @@ _LOW_PRECISION = (np.dtype(np.float16), to_dtype("bfloat16"))
 
 def _float_input(op: str, x, dtype=None):
     """`x` (converted to `dtype` if given), and the dtype to compute in: float32 for float16 and
-    bfloat16 inputs, whose results are cast back (as PyTorch computes them)."""
+    bfloat16 inputs, whose results are cast back (as PyTorch computes them). `x` is made contiguous:
+    PyTorch's kernels for these ops (softmax, log_softmax, layer_norm, rms_norm) give a contiguous result
+    whatever the input's layout, and the elementwise ops computing them here keep `x`'s layout."""
     x = as_tensor(x)
     if dtype is not None:
         x = x.to(to_dtype(dtype, op))
     if not is_float(x.dtype):
         raise DTypeError(f"{op}: expected a floating-point tensor, got {x.aval.str_short()}{where()}; convert it "
                          f"first, e.g. `x.float()`")
-    return x.float() if x.dtype in _LOW_PRECISION else x, x.dtype
+    return (x.float() if x.dtype in _LOW_PRECISION else x).contiguous(), x.dtype
 
 
 # -- softmax ---------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from aotjax.interpreters.lowering import eval_jaxpr_jax, register_lowering
 from aotjax.interpreters.partial_eval import PartialVal, ResidualSource, partial_eval_flat, partial_eval_rules
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
+from aotjax.ops.layout import preserve_layout
 
 __all__ = ["checkpoint_p", "name_p", "optimization_barrier_p"]
 
@@ -44,6 +45,7 @@ transpose_rules[optimization_barrier_p] = lambda cts, *args: list(cts)
 # -- checkpoint_name -----------------------------------------------------------------------------------
 name_p = Primitive("checkpoint_name", recompute=Recompute.CHEAP, flops=output_size_flops, linear=(0,))  # an identity
 name_p.abstract_eval = lambda x, *, name: x
+name_p.layout_rule = preserve_layout  # NOTE: naming a value keeps its layout, so view-or-copy decisions stay
 register_lowering(name_p, lambda x, *, name: x)
 jvp_rules[name_p] = lambda primals, tangents, *, name: ([name_p.bind(primals[0], name=name)], [tangents[0]])
 transpose_rules[name_p] = lambda ct, x, *, name: [ct]

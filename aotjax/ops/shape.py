@@ -13,8 +13,9 @@ from aotjax.interpreters.jvp import deflinear
 from aotjax.interpreters.transpose import deflinear_transpose, is_undefined, transpose_rules
 from aotjax.ops._combinators import standard_primitive
 from aotjax.ops._frontend import as_tensor, canonical_dim, canonical_dims, normalize_shape, promote
+from aotjax.ops.layout import preserve_layout
 from aotjax.ops.views import slice_p, unsqueeze, view_p
-from aotjax.tensor import contiguous_strides, method
+from aotjax.tensor import method
 
 __all__ = ["clone", "cat", "concat", "concatenate", "stack", "flip", "roll", "repeat", "tile", "tril", "triu"]
 
@@ -24,57 +25,14 @@ def _keep_dtype(x, **params):
 
 
 # -- clone -------------------------------------------------------------------------------------
-def is_non_overlapping_and_dense(shape, strides) -> bool:
-    """Whether a tensor of `shape` and `strides` covers a gap-free block of memory exactly once."""
-    dims = sorted((d for d in range(len(shape)) if shape[d] >= 2), key=lambda d: strides[d])
-    expected = 1
-    for d in dims:
-        if strides[d] != expected:
-            return False
-        expected *= shape[d]
-    return True
-
-
-def infer_dense_strides(shape, strides) -> tuple[int, ...]:
-    """Dense strides that keep the memory order of `strides` (PyTorch's `infer_dense_strides`)."""
-    def should_swap(d0, d1):  # 1: d1 goes before d0 (innermost first)
-        s0, s1 = strides[d0], strides[d1]
-        if s0 == 0 or s1 == 0:
-            return 0
-        if s0 != s1:
-            return 1 if s0 > s1 else -1
-        return 1 if shape[d0] > shape[d1] else 0
-
-    perm = list(range(len(shape) - 1, -1, -1))
-    for i in range(1, len(perm)):
-        j = i
-        for k in range(i - 1, -1, -1):
-            c = should_swap(perm[k], perm[j])
-            if c > 0:
-                perm[k], perm[j] = perm[j], perm[k]
-                j = k
-            elif c < 0:
-                break
-    out, acc = [0] * len(shape), 1
-    for d in perm:
-        out[d] = acc
-        acc *= max(shape[d], 1)
-    return tuple(out)
-
-
-def _clone_strides(shape, strides, offset, /, *, contiguous):
-    # NOTE: clone is functional; this rule gives its output the strides PyTorch would (preserve_format
-    # keeps a dense layout, e.g. a transposed tensor stays transposed), so `bind` records them.
-    if contiguous:
-        return contiguous_strides(shape), 0
-    if is_non_overlapping_and_dense(shape, strides):
-        return tuple(strides), 0
-    return infer_dense_strides(shape, strides), 0
+def _clone_layout(operands, shape, /, *, contiguous):
+    # NOTE: preserve_format keeps a dense layout (a transposed tensor stays transposed), as in PyTorch
+    return None if contiguous else preserve_layout(operands, shape)
 
 
 clone_p = standard_primitive("clone", lambda x, *, contiguous: x.shape, _keep_dtype,
                              lambda x, *, contiguous: jnp.copy(x), recompute=Recompute.CHEAP, flops=output_size_flops)
-clone_p.view_strides = _clone_strides
+clone_p.layout_rule = _clone_layout
 deflinear(clone_p)
 deflinear_transpose(clone_p, lambda ct, x, *, contiguous: ct)
 
@@ -164,6 +122,7 @@ def stack(tensors, dim: int = 0):
 # -- flip / roll -------------------------------------------------------------------------------
 flip_p = standard_primitive("flip", lambda x, *, dims: x.shape, _keep_dtype, lambda x, *, dims: jnp.flip(x, dims),
                             recompute=Recompute.CHEAP, flops=output_size_flops)
+flip_p.layout_rule = preserve_layout  # NOTE: PyTorch's flip writes into `empty_like(x)`: x's dense layout
 deflinear(flip_p)
 deflinear_transpose(flip_p, lambda ct, x, *, dims: flip_p.bind(ct, dims=dims))
 

@@ -1,0 +1,175 @@
+"""PyTorch's output layouts: the strides PyTorch gives the result of a functional op (metadata only).
+
+XLA has no strides, but each Tensor records the ones PyTorch would give it, so that later view-or-copy
+decisions (`reshape`, `flatten`, `contiguous`, `view`) match PyTorch's. A functional primitive whose
+result keeps its operands' layout declares a `Primitive.layout_rule`; every interpreter applies it where
+it makes the result (`aotjax.tensor.record_layout`), so the layout is the same under all of them.
+
+- `elementwise_layout` (set by the `elementwise` combinator): PyTorch's TensorIterator. All operands
+  contiguous: contiguous. All of one shape, non-overlapping and dense, with equal strides: those strides.
+  Otherwise the dims are ordered by the operands' strides (operands in order; broadcast dims, of stride
+  0, are ignored; equal strides put the smaller dim inner) and the result is dense in that order. A 0-d
+  operand (a Python scalar is one) never decides the order, but rules out the equal-strides shortcut.
+- `tensor_layout`: the same over the operands that are not 0-d, for ops whose PyTorch overloads take
+  their scalars as numbers (`clamp(x, 0, 1)`, `lerp(a, b, 0.5)`; a 0-d tensor counts as a number here).
+- `preserve_layout` (`clone`, `to`, `*_like`: PyTorch's `preserve_format`): a non-overlapping, dense
+  operand keeps its strides; any other is made dense in its memory order.
+
+>>> x = aotjax.zeros(2, 3).t()
+>>> (x * 2).stride(), (x + aotjax.zeros(3, 2)).stride(), (aotjax.zeros(3, 2) + x).stride()
+((1, 3), (1, 3), (2, 1))
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from aotjax.tensor import contiguous_strides
+
+__all__ = ["is_contiguous", "is_non_overlapping_and_dense", "infer_dense_strides", "tensor_iterator_strides",
+           "elementwise_layout", "tensor_layout", "preserve_layout"]
+
+Shape = tuple[int, ...]
+
+
+# -- predicates (PyTorch's definitions: c10/core/Contiguity.h) ----------------------------------------
+def is_contiguous(shape: Shape, strides: Shape) -> bool:
+    """Row-major and dense; size-1 dims may have any stride, and an empty tensor is contiguous."""
+    if 0 in shape:
+        return True
+    expected = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size != 1:
+            if stride != expected:
+                return False
+            expected *= size
+    return True
+
+
+def _is_channels_last_contiguous(shape: Shape, strides: Shape) -> bool:
+    """A 4-d tensor dense in NHWC order (PyTorch's `is_contiguous(memory_format=torch.channels_last)`)."""
+    if len(shape) != 4:
+        return False
+    expected = 1
+    for d in (1, 3, 2, 0):
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def is_non_overlapping_and_dense(shape: Shape, strides: Shape) -> bool:
+    """Whether a tensor of `shape` and `strides` covers a gap-free block of memory exactly once, in some order."""
+    if is_contiguous(shape, strides) or _is_channels_last_contiguous(shape, strides):
+        return True
+    expected = 1
+    for d in sorted((d for d in range(len(shape)) if shape[d] >= 2), key=lambda d: strides[d]):
+        if strides[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
+
+
+# -- memory order -----------------------------------------------------------------------------------
+def _memory_order(shape: Shape, operand_strides: Sequence[Shape]) -> list[int]:
+    """The dims of `shape`, innermost first, by PyTorch's insertion sort (TensorIterator's
+    `reorder_dimensions`): dim a goes inside dim b at the first operand whose strides on them differ and
+    are both nonzero; at equal strides the smaller dim goes inside; with no operand deciding, the
+    row-major order stays."""
+    def should_swap(d0: int, d1: int) -> int:  # 1: d1 goes inside d0
+        for strides in operand_strides:
+            s0, s1 = strides[d0], strides[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return 1 if s0 > s1 else -1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    order = list(range(len(shape) - 1, -1, -1))
+    for i in range(1, len(order)):
+        j = i
+        for k in range(i - 1, -1, -1):
+            c = should_swap(order[k], order[j])
+            if c > 0:
+                order[k], order[j] = order[j], order[k]
+                j = k
+            elif c < 0:
+                break
+    return order
+
+
+def _dense_in_order(shape: Shape, order: list[int], empty_dims_as_one: bool) -> Shape:
+    """Strides that pack `shape` densely, dims `order` innermost first."""
+    strides, acc = [0] * len(shape), 1
+    for d in order:
+        strides[d] = acc
+        acc *= max(shape[d], 1) if empty_dims_as_one else shape[d]
+    return tuple(strides)
+
+
+def infer_dense_strides(shape: Shape, strides: Shape) -> Shape:
+    """Dense strides that keep the memory order of `strides` (PyTorch's `infer_dense_strides`)."""
+    return _dense_in_order(shape, _memory_order(shape, [strides]), empty_dims_as_one=True)
+
+
+# -- the rules ---------------------------------------------------------------------------------------
+def tensor_iterator_strides(shapes: Sequence[Shape], strides: Sequence[Shape], shape: Shape) -> Shape:
+    """The strides PyTorch's TensorIterator gives the result, of shape `shape`, of an elementwise op on
+    operands of `shapes` and `strides` (broadcast to `shape`; a 0-d operand is a scalar).
+
+    >>> tensor_iterator_strides([(3, 2), ()], [(1, 3), ()], (3, 2))   # x.t() * 2
+    (1, 3)
+    """
+    if not shape:
+        return ()
+    if all(s == shape for s in shapes):
+        if all(is_contiguous(s, st) for s, st in zip(shapes, strides)):
+            return contiguous_strides(shape)
+        if all(_is_channels_last_contiguous(s, st) for s, st in zip(shapes, strides)):
+            n, c, h, w = shape
+            return (h * w * c, 1, w * c, c)
+        if all(st == strides[0] for st in strides) and is_non_overlapping_and_dense(shape, strides[0]):
+            return tuple(strides[0])
+    operand_strides = [_broadcast_strides(s, st, shape) for s, st in zip(shapes, strides) if s]
+    order = _memory_order(shape, operand_strides)
+    if order == list(range(len(shape) - 1, -1, -1)):
+        return contiguous_strides(shape)
+    return _dense_in_order(shape, order, empty_dims_as_one=False)
+
+
+def _broadcast_strides(shape: Shape, strides: Shape, out_shape: Shape) -> list[int]:
+    """An operand's strides over the dims of `out_shape`: 0 on the dims it is broadcast along."""
+    lead = len(out_shape) - len(shape)
+    return [0] * lead + [0 if size == 1 and n != 1 else stride
+                         for size, stride, n in zip(shape, strides, out_shape[lead:])]
+
+
+def _layouts(operands) -> tuple[list, list] | None:
+    """The operands' shapes and strides, or None when every one is contiguous (then so is the result)."""
+    strided = [getattr(x, "_strides", None) for x in operands]
+    if all(s is None for s in strided):
+        return None
+    shapes = [tuple(getattr(x, "shape", ())) for x in operands]
+    return shapes, [contiguous_strides(sh) if st is None else st for sh, st in zip(shapes, strided)]
+
+
+def elementwise_layout(operands, shape: Shape, /, **params) -> Shape | None:
+    """The `LayoutRule` of elementwise primitives: `tensor_iterator_strides` of the operands."""
+    layouts = _layouts(operands)
+    return None if layouts is None else tensor_iterator_strides(*layouts, shape)
+
+
+def tensor_layout(operands, shape: Shape, /, **params) -> Shape | None:
+    """As `elementwise_layout`, over the operands that are not 0-d (scalars PyTorch takes as numbers)."""
+    return elementwise_layout([x for x in operands if getattr(x, "shape", ())] or operands, shape)
+
+
+def preserve_layout(operands, shape: Shape, /, **params) -> Shape | None:
+    """The `LayoutRule` of `preserve_format` (`clone`, `to`): operand 0's strides if it is non-overlapping
+    and dense, else dense strides in its memory order."""
+    strides = getattr(operands[0], "_strides", None)
+    if strides is None:
+        return None
+    return strides if is_non_overlapping_and_dense(shape, strides) else infer_dense_strides(shape, strides)
