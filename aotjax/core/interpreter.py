@@ -54,8 +54,8 @@ class Trace:
 
     def process_primitive(self, prim: Primitive, tracers: list, params: dict) -> list:
         """Apply `prim`; return the outputs (for a mutation: the written operand tracers, updated). A
-        trace that makes the tensors of a primitive with a `view_strides` rule (views, `clone`) or that
-        re-views a tensor (a metadata mutation) records their PyTorch layout on them
+        trace that makes the tensors of a primitive with a `view_strides` rule (views) or a `layout_rule`
+        (elementwise ops, `clone`) or that re-views a tensor (a metadata mutation) records their PyTorch layout on them
         (`aotjax.tensor.record_layout`, `view_layout`): `bind` only dispatches."""
         raise NotImplementedError
 
