@@ -171,8 +171,8 @@ def full(size, fill_value, dtype=None) -> Tensor:
 def zeros(*size, dtype=None) -> Tensor:
     """A tensor of zeros (float32 unless `dtype` is given); `zeros(2, 3)` or `zeros((2, 3))`.
 
-    >>> aotjax.zeros(2, dtype=aotjax.int32)
-    tensor([0, 0], dtype=int32)
+    >>> aotjax.zeros(2, dtype=aotjax.int8)
+    tensor([0, 0], dtype=int8)
     """
     return _full(_size("zeros", size), 0, _dtype("zeros", dtype, default_float_dtype()))
 
@@ -331,9 +331,9 @@ defjvp_zero(eye_p)
 def eye(n, m=None, dtype=None) -> Tensor:
     """The `n` x `m` identity matrix (`m` defaults to `n`; float32 unless `dtype` is given).
 
-    >>> aotjax.eye(2, dtype=aotjax.int32)
+    >>> aotjax.eye(2, dtype=aotjax.int8)
     tensor([[1, 0],
-            [0, 1]], dtype=int32)
+            [0, 1]], dtype=int8)
     """
     n, m = _size("eye", (n, n if m is None else m))
     return eye_p.bind(n=n, m=m, dtype=_dtype("eye", dtype, default_float_dtype()))

@@ -12,7 +12,7 @@ from aotjax.core import all_primitives
 from aotjax.interpreters.ad_util import Zero
 from aotjax.interpreters.partial_eval import PartialVal, partial_eval_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass, transpose_flat, transpose_rules
-from tests.op_records import derivative_inputs, records
+from tests.op_records import derivative_inputs, records, skip_without_x64
 
 # (record, the operands to transpose in): the others are known values
 DOT_PRODUCT_CASES = [(r, lin) for r in records(linear=True) for lin in r.linear]
@@ -29,6 +29,7 @@ def _vdot(a, b) -> float:
 
 @pytest.mark.parametrize("record, linear", DOT_PRODUCT_CASES, ids=[_case_id(c) for c in DOT_PRODUCT_CASES])
 def test_dot_product(record, linear):
+    skip_without_x64(record)
     fn, prim_name = record.fn, record.prim
     rng = np.random.default_rng(0)
     args = [aotjax.tensor(a) for a in derivative_inputs(record)]
