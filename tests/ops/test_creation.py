@@ -179,6 +179,20 @@ def test_errors():
         aotjax.tensor("abc")
 
 
+BIG = int(np.iinfo(INT).max) + 1  # a Python int the default int cannot hold: 2**31 without x64, 2**63 with it
+
+
+@pytest.mark.parametrize("name,thunk,dtype", [
+    ("tensor", lambda: aotjax.tensor(BIG), INT.name),
+    ("tensor", lambda: aotjax.tensor([1, 300], dtype=aotjax.int8), "int8"),
+    ("full", lambda: aotjax.full((2,), -BIG - 1), INT.name),
+    ("full_like", lambda: aotjax.full_like(aotjax.zeros(2, dtype=aotjax.uint8), -1), "uint8"),
+], ids=["tensor", "tensor int8", "full", "full_like uint8"])
+def test_python_ints_that_do_not_fit_are_an_error_not_a_wrap(name, thunk, dtype):
+    with pytest.raises(OverflowError, match=rf"^{name}: the value -?\d+ does not fit in {dtype} .*test_creation.py"):
+        thunk()
+
+
 def test_full_like_of_traced_fill_value_is_an_error():
     with pytest.raises(TypeError, match="full_like: expects a Python number, got a traced tensor"):
         aotjax.make_jaxpr(lambda x: aotjax.full_like(x, x))(aotjax.ones(2))
