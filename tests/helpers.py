@@ -29,7 +29,7 @@ asks_for_64_bits = pytest.mark.filterwarnings("ignore::aotjax.core.errors.DTypeT
 
 
 # NOTE: a central difference errs by ~step**2 (truncation) plus ~eps * |f| / step (rounding): float64
-# balances them near 1e-6; float32 (eps 1.2e-7) near 1e-3, where it still errs by ~1e-4 relative.
+# balances them near 1e-6; float32 (eps 1.2e-7) near 1e-3, where it can still err by ~1e-4 relative.
 FD_STEP = by_mode(1e-6, 1e-3)
 FD_RTOL, FD_ATOL = by_mode((1e-5, 1e-6), (2e-3, 1e-3))  # a wrong rule (a factor 2, a sign) still fails
 
