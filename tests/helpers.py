@@ -1,12 +1,47 @@
-"""Shared checks: run a program eagerly and through its traced jaxpr and compare everything."""
+"""Shared checks: run a program eagerly and through its traced jaxpr and compare everything; the test
+suite's precision mode (jax's default 32-bit mode or x64) and what it means for dtypes, tolerances and
+finite differences."""
 from __future__ import annotations
 
 import jax
 import numpy as np
+import pytest
 
 import aotjax
 from aotjax import Tensor
 from aotjax.core.errors import AliasingError
+from aotjax.ops.promotion import default_int_dtype
+
+# -- the mode: conftest.py sets it from AOTJAX_TEST_X64 before any test module is imported ----------
+X64 = bool(jax.config.jax_enable_x64)
+FLOAT = np.dtype(np.float64 if X64 else np.float32)  # the widest float the mode computes in
+INT = default_int_dtype()  # the default int: int64 with x64 (PyTorch's), int32 without
+
+
+def by_mode(x64, x32):
+    """`x64` when the suite runs in jax's x64 mode, `x32` in its default 32-bit mode."""
+    return x64 if X64 else x32
+
+
+# A test that asks for float64 or int64 on purpose: without x64 it gets the 32-bit dtype, and a warning
+# (tests/ops/test_dtype_truncation.py checks that warning) that says nothing about the test.
+asks_for_64_bits = pytest.mark.filterwarnings("ignore::aotjax.core.errors.DTypeTruncationWarning")
+
+
+# NOTE: a central difference errs by ~step**2 (truncation) plus ~eps * |f| / step (rounding): float64
+# balances them near 1e-6; float32 (eps 1.2e-7) near 1e-3, where it can still err by ~1e-4 relative.
+FD_STEP = by_mode(1e-6, 1e-3)
+FD_RTOL, FD_ATOL = by_mode((1e-5, 1e-6), (2e-3, 1e-3))  # a wrong rule (a factor 2, a sign) still fails
+
+
+def central_difference(f, xs, directions, step: float = FD_STEP):
+    """`d/ds f(*(x + s * d for x, d in zip(xs, directions)))` at 0, by a central difference computed in
+    float64 from `f`'s values (a pytree of arrays or Tensors, in `f`'s own precision: the mode's). Each
+    perturbed point is rounded to its `x`'s dtype before `f` sees it."""
+    def at(s):
+        out = f(*[(x + s * d).astype(x.dtype) for x, d in zip(xs, directions, strict=True)])
+        return jax.tree_util.tree_map(lambda v: np.asarray(v, np.float64), out)
+    return jax.tree_util.tree_map(lambda hi, lo: (hi - lo) / (2 * step), at(step), at(-step))
 
 
 def copy_tree(tree):

@@ -14,8 +14,10 @@ inputs, with what tolerance, and what else to check. The tests that read it:
 - transpose (tests/interpreters/test_transpose.py): every operand set in `linear`, by the dot-product test
   `<A x, y> == <x, A^T y>`, which also checks that the primitive `prim` is in the linear program.
 
-Derivative and transpose inputs are float64 (`diff_dtype`) of `shapes`, drawn from `grad_domain`
-(default `domain`); forward inputs come from the family's own generator (`sample`, `rand`).
+Derivative and transpose inputs are of `diff_dtype` (default: the widest float of the suite's mode, float64
+with x64, float32 without) and `shapes`, drawn from `grad_domain` (default `domain`); forward inputs come
+from the family's own generator (`sample`, `rand`). Integer forward inputs are of the default int (`INT`:
+int64 with x64, int32 without), named `int` in test ids so that ids are the same in both modes.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import aotjax
 from aotjax.ops.calls import Program, compiled_call_p
@@ -35,10 +38,11 @@ from aotjax.ops.indexing import copy_p, fill_p
 from aotjax.ops.remat import optimization_barrier_p
 from aotjax.ops.views import diagonal_scatter_p, select_scatter_p, slice_scatter_p
 from aotjax.transforms.aot import xla_compiler
+from tests.helpers import FLOAT, INT, X64, by_mode
 
 T = aotjax.tensor
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
-I32, I64, BOOL = np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.bool_)  # x64 is on: default int is int64
+I32, I64, BOOL = np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.bool_)
 
 
 class Family(enum.Enum):
@@ -67,16 +71,17 @@ class OpRecord:
     jax: Callable | None = None  # the same math in jax.numpy: the derivative reference (None: not differentiated)
     family: Family = Family.OTHER
     result: Result = Result.KEEP  # elementwise: the result dtype
-    dtypes: tuple = (F32, I64)  # elementwise: forward input dtypes
+    dtypes: tuple = (F32, INT)  # elementwise: forward input dtypes
     domain: str | tuple = "any"  # forward inputs, one per operand or one for all (see `sample`)
     grad_domain: str | tuple | None = None  # derivative inputs (default: `domain`)
-    inputs: Callable | None = None  # custom derivative inputs (a list of float64 arrays), instead of sampling
+    inputs: Callable | None = None  # custom derivative inputs (a list of float64 arrays, cast to `diff_dtype`)
     inplace: Callable | None = None  # the in-place form `fn_(x, *others)`, which returns x
     write: Callable | None = None  # views: the writable NumPy view of a base the op reads (the inverse test)
     fd: bool = True  # derivatives: also against finite differences (off where the op is not smooth there)
     linear: tuple = ()  # operand sets the op is linear in, the others held fixed: a dot-product test each
     prim: str | None = None  # the primitive the transpose test must find in the linear program
-    diff_dtype: np.dtype = F64  # dtype of the derivative and transpose inputs
+    diff_dtype: np.dtype = FLOAT  # dtype of the derivative and transpose inputs
+    needs_x64: bool = False  # float64 arithmetic: its derivative and transpose tests run in the x64 pass only
     tol: float = 1e-5  # elementwise forward tolerance
 
     def __repr__(self) -> str:
@@ -145,7 +150,7 @@ def rand(*shape, seed=0):
 def derivative_inputs(record: OpRecord) -> list[np.ndarray]:
     """The inputs of `record`'s derivative and transpose tests."""
     if record.inputs is not None:
-        return record.inputs()
+        return [a.astype(record.diff_dtype) for a in record.inputs()]
     return [sample_f64(record.domain_of(i, grad=True), s, seed=i).astype(record.diff_dtype)
             for i, s in enumerate(record.shapes)]
 
@@ -156,6 +161,18 @@ def flat(out) -> list:
 
 def as_np(x) -> np.ndarray:
     return np.asarray(x.numpy() if isinstance(x, aotjax.Tensor) else x)
+
+
+def dtype_id(dtype) -> str:
+    """A dtype in test ids: `int` for the default int, so that ids are the same in both modes."""
+    return "int" if np.dtype(dtype) == INT else np.dtype(dtype).name
+
+
+def skip_without_x64(record: OpRecord) -> None:
+    """Skip a derivative or transpose test of `record` in jax's 32-bit mode if its math is float64's."""
+    if record.needs_x64 and not X64:
+        pytest.skip(f"{record.name}: float64 does not exist in jax's default 32-bit mode; the x64 pass "
+                    f"(AOTJAX_TEST_X64=1) runs this test")
 
 
 # -- row builders ----------------------------------------------------------------------------------------
@@ -228,6 +245,11 @@ def _inputs_with_zeros():
     return [x]
 
 
+def _inputs_on_the_hundredths():
+    """Inputs of `round(x, decimals=2)` halfway between its jumps, where a finite difference crosses none."""
+    return [np.round(sample_f64("any", (3, 4), 0), 2)]
+
+
 def _inputs_with_ties():
     return [np.array([[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 2.0, 2.0], [0.5, -4.0, 0.1, -4.0]])]
 
@@ -238,8 +260,8 @@ def _affine(x, y):
 
 @functools.cache
 def _affine_program() -> Program:
-    """`_affine` on float64 `[2, 3]` and `[3]`, staged as a compiled program (what `aot` calls)."""
-    x, y = aotjax.zeros(2, 3, dtype=aotjax.float64), aotjax.zeros(3, dtype=aotjax.float64)
+    """`_affine` on `[2, 3]` and `[3]` of the derivative dtype, staged as a compiled program (what `aot` calls)."""
+    x, y = aotjax.zeros(2, 3, dtype=FLOAT), aotjax.zeros(3, dtype=FLOAT)
     return Program(aotjax.make_jaxpr(_affine)(x, y), xla_compiler, "affine")
 
 
@@ -277,7 +299,8 @@ RECORDS: list[OpRecord] = [
     unary("ceil", np.ceil, jnp.ceil, result=K),
     unary("round", np.round, jnp.round, result=K),
     unary("round_decimals", lambda x: np.round(x, 2), lambda x: jnp.round(x, 2), result=K,
-          fn=lambda x: aotjax.round(x, decimals=2), fn_=lambda x: x.round_(decimals=2)),
+          fn=lambda x: aotjax.round(x, decimals=2), fn_=lambda x: x.round_(decimals=2),
+          inputs=_inputs_on_the_hundredths),
     unary("sign", np.sign, jnp.sign, result=K),
     unary("reciprocal", lambda x: 1 / x, jnp.reciprocal, domain="nonzero"),
     unary("square", np.square, jnp.square, result=K),
@@ -288,9 +311,9 @@ RECORDS: list[OpRecord] = [
     unary("logical_not", np.logical_not, result=B),
     # -- casts ----------------------------------------------------------------------------------------------
     op("to_float32", lambda x: aotjax.to(x, aotjax.float32), lambda x: x.astype(jnp.float32), fd=False, linear=L0,
-       prim="convert_element_type"),
+       diff_dtype=by_mode(F64, F16), prim="convert_element_type"),  # from another float in either mode
     op("to_float64", lambda x: x.to(aotjax.float64), lambda x: x.astype(jnp.float64), ((3, 2),), fd=False,
-       diff_dtype=F32, linear=L0, prim="convert_element_type"),
+       diff_dtype=F32, linear=L0, prim="convert_element_type", needs_x64=True),
     op("to_int", lambda x: aotjax.to(x, aotjax.int32), lambda x: x.astype(jnp.int32)),
     # -- elementwise binary, broadcasting ---------------------------------------------------------------------
     binary("add", np.add, jnp.add, shapes=((3, 1), (4,)), linear=_lin((0, 1), (0,)), prim="add"),
@@ -325,9 +348,9 @@ RECORDS: list[OpRecord] = [
     binary("ge", np.greater_equal, result=B),
     binary("logical_and", np.logical_and, result=B),
     binary("logical_or", np.logical_or, result=B),
-    binary("bitwise_and", np.bitwise_and, dtypes=(I64, BOOL)),
-    binary("bitwise_or", np.bitwise_or, dtypes=(I64, BOOL)),
-    binary("bitwise_xor", np.bitwise_xor, dtypes=(I64, BOOL)),
+    binary("bitwise_and", np.bitwise_and, dtypes=(INT, BOOL)),
+    binary("bitwise_or", np.bitwise_or, dtypes=(INT, BOOL)),
+    binary("bitwise_xor", np.bitwise_xor, dtypes=(INT, BOOL)),
     # -- where, clamp, lerp (forward: test_elementwise.py's own tests) ---------------------------------------
     op("where", lambda x, y: aotjax.where(T(MASK), x, y), lambda x, y: jnp.where(MASK, x, y), ((3, 4), (4,)),
        linear=L01, prim="where"),

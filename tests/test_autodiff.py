@@ -1,5 +1,7 @@
 """The autodiff transforms (`grad value_and_grad vjp jvp linearize jacfwd jacrev hessian stop_gradient`),
-checked against `jax` on the same math written in `jax.numpy` and against finite differences (float64).
+checked against `jax` on the same math written in `jax.numpy` at the same precision (float64 with x64,
+float32 in jax's default 32-bit mode) and against finite differences (tests/helpers.py
+`central_difference`, with a step and a tolerance suited to the mode's float).
 
 Sections: a composition matrix of base functions under every transform and their compositions with
 `jit` and `make_jaxpr`; a table of programs that mutate (inputs, intermediates, views, metadata),
@@ -20,18 +22,28 @@ import aotjax
 import aotjax.nn.functional as F
 from aotjax import Tensor
 from aotjax.core.errors import DTypeError, ShapeError
+from tests.helpers import FD_ATOL, FD_RTOL, FLOAT, INT, by_mode, central_difference
 
-RTOL = ATOL = 1e-9
+RTOL = ATOL = by_mode(1e-9, 1e-5)  # against jax on the same math at the same precision
+FD_TOL = dict(rtol=by_mode(1e-6, FD_RTOL), atol=by_mode(1e-7, FD_ATOL))  # against finite differences
 
 
 # -- helpers ----------------------------------------------------------------------------------------
+def in_mode(tree):
+    """The NumPy arrays of `tree` in the dtypes of the suite's mode: floats as `FLOAT`, integers as `INT`."""
+    def cast(a):
+        a = np.asarray(a)
+        return a.astype(FLOAT if np.issubdtype(a.dtype, np.floating) else INT if a.dtype.kind in "iu" else a.dtype)
+    return jax.tree_util.tree_map(cast, tree)
+
+
 def to_aot(tree):
-    """Fresh eager Tensors (dtype kept) from a pytree of NumPy arrays."""
-    return jax.tree_util.tree_map(lambda a: aotjax.tensor(np.array(a)), tree)
+    """Fresh eager Tensors from a pytree of NumPy arrays (in the mode's dtypes: see `in_mode`)."""
+    return jax.tree_util.tree_map(lambda a: aotjax.tensor(np.array(a)), in_mode(tree))
 
 
 def to_jnp(tree):
-    return jax.tree_util.tree_map(jnp.asarray, tree)
+    return jax.tree_util.tree_map(jnp.asarray, in_mode(tree))
 
 
 def to_np(tree):
@@ -59,17 +71,15 @@ def assert_same_state(got, want):
             continue
         assert tuple(g.shape) == tuple(w.shape), f"argument leaf {k}: shape {g.shape}, eager {w.shape}"
         assert g.stride() == w.stride(), f"argument leaf {k}: strides {g.stride()}, eager {w.stride()}"
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12, atol=1e-12,
-                                   err_msg=f"argument leaf {k}")
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=by_mode(1e-12, 1e-6),
+                                   atol=by_mode(1e-12, 1e-6), err_msg=f"argument leaf {k}")
 
 
-def finite_diff_directional(f, args: list, i: int, direction: np.ndarray, eps: float = 1e-6) -> float:
-    """Central difference of scalar `f` (of NumPy arrays) along `direction` in argument `i`."""
-    def at(s):
-        moved = list(args)
-        moved[i] = args[i] + s * direction
-        return float(f(*moved))
-    return (at(eps) - at(-eps)) / (2 * eps)
+def finite_diff_directional(f, args: list, i: int, direction: np.ndarray) -> float:
+    """Central difference of scalar `f` (of NumPy arrays, in the mode's dtypes) along `direction` in
+    argument `i`."""
+    args = in_mode(args)
+    return float(central_difference(lambda x: f(*args[:i], x, *args[i + 1:]), [args[i]], [direction]))
 
 
 def jax_jvp(fn, primals, tangents):
@@ -218,7 +228,7 @@ def test_grad_matches_finite_differences(case):
     direction = _rng(11).normal(size=np.shape(args[i]))
     loss_np = lambda *a: case.loss_jnp(*to_jnp(a))
     fd = finite_diff_directional(loss_np, args, i, direction)
-    np.testing.assert_allclose(inner(g, direction), fd, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(inner(g, direction), fd, **FD_TOL)
 
 
 @case_params
@@ -283,7 +293,7 @@ def test_hessian(case):
     i = case.tensor_arg
     got = aotjax.hessian(case.loss, argnums=i)(*to_aot(args))
     want = jax.jit(jax.hessian(case.loss_jnp, argnums=i))(*to_jnp(args))
-    assert_close(got, want, rtol=1e-8, atol=1e-8)
+    assert_close(got, want, rtol=by_mode(1e-8, RTOL), atol=by_mode(1e-8, ATOL))
 
 
 @case_params
@@ -292,7 +302,7 @@ def test_jacfwd_of_jacrev(case):
     i = case.tensor_arg
     got = aotjax.jacfwd(aotjax.jacrev(case.loss, argnums=i), argnums=i)(*to_aot(args))
     want = jax.jit(jax.jacfwd(jax.jacrev(case.loss_jnp, argnums=i), argnums=i))(*to_jnp(args))
-    assert_close(got, want, rtol=1e-8, atol=1e-8)
+    assert_close(got, want, rtol=by_mode(1e-8, RTOL), atol=by_mode(1e-8, ATOL))
 
 
 @case_params
@@ -337,7 +347,7 @@ def test_vjp(case):
     ct = _rng(30).normal(size=tuple(out.shape))
     want_out, want_cts = jax_vjp(case.fn_jnp, args, ct)
     assert_close(out, want_out)
-    got = f_vjp(aotjax.tensor(ct))
+    got = f_vjp(to_aot(ct))
     assert isinstance(got, tuple) and len(got) == len(args)
     assert_close(got, want_cts)
 
@@ -348,7 +358,7 @@ def test_jvp_vjp_adjoint(case):
     _, t_out = aotjax.jvp(case.fn, to_aot(args), to_aot(tangents))
     out, f_vjp = aotjax.vjp(case.fn, *to_aot(args))
     ct = _rng(31).normal(size=tuple(out.shape))
-    np.testing.assert_allclose(inner(t_out, ct), inner(tangents, f_vjp(aotjax.tensor(ct))), rtol=1e-10)
+    np.testing.assert_allclose(inner(t_out, ct), inner(tangents, f_vjp(to_aot(ct))), rtol=by_mode(1e-10, 1e-5))
 
 
 def test_vjp_with_pytree_outputs():
@@ -361,7 +371,7 @@ def test_vjp_with_pytree_outputs():
     r = _rng(40)
     args = [r.normal(size=3), {"s": r.normal(size=3)}]
     out, f_vjp = aotjax.vjp(fn, *to_aot(args))
-    ct = {"a": r.normal(size=3), "b": (r.normal(size=3), np.float64(r.normal()))}
+    ct = {"a": r.normal(size=3), "b": (r.normal(size=3), FLOAT.type(r.normal()))}
     want_out, want_cts = jax_vjp(fn_jnp, args, ct)
     assert_close(out, want_out)
     assert_close(f_vjp(to_aot(ct)), want_cts)
@@ -371,10 +381,10 @@ def test_vjp_with_pytree_outputs():
 
 
 def test_vjp_has_aux():
-    x = _rng(41).normal(size=3)
+    x = _rng(41).normal(size=3).astype(FLOAT)
     out, f_vjp, aux = aotjax.vjp(lambda a: (a.exp(), {"k": a * 2}), aotjax.tensor(x), has_aux=True)
     assert_close(aux["k"], 2 * x)
-    assert_close(f_vjp(aotjax.ones(3, dtype=aotjax.float64)), (np.exp(x),))
+    assert_close(f_vjp(aotjax.ones(3, dtype=FLOAT)), (np.exp(x),))
 
 
 # -- higher order, elementwise ----------------------------------------------------------------------
@@ -388,7 +398,7 @@ def _scalar_chain_jnp(x):
 
 @pytest.mark.parametrize("x0", [0.3, -1.2])
 def test_grad_of_grad_elementwise(x0):
-    x = aotjax.tensor(np.float64(x0))
+    x = aotjax.tensor(FLOAT.type(x0))
     g2 = aotjax.grad(aotjax.grad(_scalar_chain))(x)
     assert_close(g2, jax.jit(jax.grad(jax.grad(_scalar_chain_jnp)))(x0))
     g3 = aotjax.grad(aotjax.grad(aotjax.grad(_scalar_chain)))(x)
@@ -397,7 +407,7 @@ def test_grad_of_grad_elementwise(x0):
 
 
 def test_grad_of_grad_vector():
-    x = _rng(50).normal(size=4)
+    x = _rng(50).normal(size=4).astype(FLOAT)
 
     def inner_sum(v):
         return aotjax.grad(lambda u: _scalar_chain(u).sum())(v).cos().sum()
@@ -690,7 +700,7 @@ def _m_detach_intermediate_jnp(x, y):
 
 
 def _f(*shape, seed=0):
-    return _rng(seed).normal(size=shape)
+    return _rng(seed).normal(size=shape).astype(FLOAT)
 
 
 MUTATION_ROWS = [
@@ -771,7 +781,7 @@ def test_mutation_grad_is_with_respect_to_entry_value_fd(row):
     for k, i in enumerate(row.argnums):
         direction = _rng(60 + i).normal(size=np.shape(args[i]))
         fd = finite_diff_directional(eager_np, args, i, direction)
-        np.testing.assert_allclose(inner(grads[k], direction), fd, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(inner(grads[k], direction), fd, **FD_TOL)
 
 
 @mutation_params
@@ -813,8 +823,8 @@ def test_mutation_with_vjp_and_jvp():
     aot_args = to_aot(args)
     out, f_vjp = aotjax.vjp(row.fn, *aot_args)
     assert_same_state(aot_args, want_args)  # the writes happen once, at the vjp call
-    want_vjp = jax_vjp(row.fn_jnp, args, np.float64(1.5))[1]
-    assert_close(f_vjp(aotjax.tensor(np.float64(1.5))), want_vjp)
+    want_vjp = jax_vjp(row.fn_jnp, args, FLOAT.type(1.5))[1]
+    assert_close(f_vjp(aotjax.tensor(FLOAT.type(1.5))), want_vjp)
     assert_same_state(aot_args, want_args)  # and not again when the vjp function runs
     aot_args = to_aot(args)
     tangents = _tangents(args)
@@ -837,16 +847,16 @@ def test_error_in_body_leaves_inputs_unwritten():
 
 # -- aliased arguments ------------------------------------------------------------------------------
 def _storage():
-    return _rng(70).normal(size=(2, 3))
+    return _rng(70).normal(size=(2, 3)).astype(FLOAT)
 
 
-def _fd_storage_grad(f_storage, X, eps=1e-6):
+def _fd_storage_grad(f_storage, X):
     """Central differences of scalar `f_storage` (a function of the NumPy storage) in every element."""
-    g = np.zeros_like(X)
+    g = np.zeros(X.shape)
     for idx in np.ndindex(X.shape):
-        e = np.zeros_like(X)
-        e[idx] = eps
-        g[idx] = (float(f_storage(X + e)) - float(f_storage(X - e))) / (2 * eps)
+        e = np.zeros(X.shape)
+        e[idx] = 1.0
+        g[idx] = central_difference(f_storage, [X], [e])
     return g
 
 
@@ -863,8 +873,8 @@ def test_aliased_same_view_twice():
     x = aotjax.tensor(X)
     ga, gb = aotjax.grad(_f_same_row, argnums=(0, 1))(x[0], x[0])
     G = _fd_storage_grad(lambda S: _f_same_row(*to_aot([S[0], S[0]])), X)  # total derivative via storage
-    assert_close(ga, G[0], rtol=1e-6, atol=1e-7)
-    assert_close(gb, G[0], rtol=1e-6, atol=1e-7)
+    assert_close(ga, G[0], **FD_TOL)
+    assert_close(gb, G[0], **FD_TOL)
     G_jax = jax.grad(lambda S: (S[0] * jnp.sin(S[0])).sum())(X)
     assert_close(ga, G_jax[0])
     assert_close(gb, G_jax[0])
@@ -875,8 +885,8 @@ def test_aliased_view_and_its_base():
     x = aotjax.tensor(X)
     ga, gb = aotjax.grad(_f_row_and_whole, argnums=(0, 1))(x[0], x)
     G = _fd_storage_grad(lambda S: np.asarray(_f_row_and_whole(*to_aot([S[0], S]))), X)
-    assert_close(gb, G, rtol=1e-6, atol=1e-7)
-    assert_close(ga, G[0], rtol=1e-6, atol=1e-7)
+    assert_close(gb, G, **FD_TOL)
+    assert_close(ga, G[0], **FD_TOL)
     G_jax = jax.grad(lambda S: (jnp.sin(S[0]) * S[1]).sum() + (S ** 2).sum())(X)
     assert_close((ga, gb), (G_jax[0], G_jax))
     np.testing.assert_array_equal(np.asarray(x), X)  # nothing written
@@ -913,7 +923,7 @@ def test_aliased_arguments_with_mutation():
     f(eager[0], eager)
     np.testing.assert_allclose(np.asarray(x), np.asarray(eager))
     G_fd = _fd_storage_grad(lambda S: np.asarray(f(*(lambda s: (s[0], s))(aotjax.tensor(S)))), X)
-    assert_close(gb, G_fd, rtol=1e-6, atol=1e-6)
+    assert_close(gb, G_fd, rtol=FD_TOL["rtol"], atol=by_mode(1e-6, FD_ATOL))
 
 
 def _f_alias_vec(a, b):
@@ -924,12 +934,12 @@ def test_aliased_jvp_vjp_adjoint():
     X = _storage()
     x = aotjax.tensor(X)
     r = _rng(71)
-    ta, tb = r.normal(size=3), r.normal(size=(2, 3))
+    ta, tb = r.normal(size=3).astype(FLOAT), r.normal(size=(2, 3)).astype(FLOAT)
     out, t_out = aotjax.jvp(_f_alias_vec, (x[0], x), (aotjax.tensor(ta), aotjax.tensor(tb)))
     out2, f_vjp = aotjax.vjp(_f_alias_vec, x[0], x)
-    ct = r.normal(size=tuple(out.shape))
+    ct = r.normal(size=tuple(out.shape)).astype(FLOAT)
     va, vb = f_vjp(aotjax.tensor(ct))
-    np.testing.assert_allclose(inner(t_out, ct), inner(ta, va) + inner(tb, vb), rtol=1e-10)
+    np.testing.assert_allclose(inner(t_out, ct), inner(ta, va) + inner(tb, vb), rtol=by_mode(1e-10, 1e-5))
 
     # jvp: the tangents of aliased arguments are summed into the storage through their views
     def f_storage(S):
@@ -955,7 +965,7 @@ def test_error_grad_of_non_scalar():
 
 
 def test_error_grad_of_integer_input():
-    with pytest.raises(DTypeError, match=r"^grad: .*floating-point.*int64"):
+    with pytest.raises(DTypeError, match=rf"^grad: .*floating-point.*{INT.name}"):
         aotjax.grad(lambda x: (x * 2.0).sum())(aotjax.tensor([1, 2]))
     with pytest.raises(DTypeError, match=r"^grad: "):
         aotjax.grad(lambda x, i: (x * i).sum(), argnums=(0, 1))(aotjax.tensor(_f(2)), aotjax.tensor([1, 2]))
@@ -1005,7 +1015,7 @@ def test_stop_gradient_zeroes_derivative(stop):
                  jax.grad(lambda a: (jax.lax.stop_gradient(a) * jnp.sin(a)).sum())(X))
     assert_close(aotjax.hessian(lambda a: (stop(a) * a ** 3).sum())(x),
                  jax.jit(jax.hessian(lambda a: (jax.lax.stop_gradient(a) * a ** 3).sum()))(X))
-    assert_close(aotjax.grad(aotjax.grad(lambda a: stop(a) * a.sin()))(aotjax.tensor(np.float64(0.4))),
+    assert_close(aotjax.grad(aotjax.grad(lambda a: stop(a) * a.sin()))(aotjax.tensor(FLOAT.type(0.4))),
                  jax.grad(jax.grad(lambda a: jax.lax.stop_gradient(a) * jnp.sin(a)))(0.4))
 
 

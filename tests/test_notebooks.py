@@ -1,9 +1,12 @@
-"""The notebooks under `notebooks/` execute top to bottom without an error, in a kernel on this interpreter."""
+"""The notebooks under `notebooks/` execute top to bottom without an error, in a kernel on this interpreter
+and in the suite's mode (jax's default 32-bit mode, or x64 with AOTJAX_TEST_X64=1)."""
 import glob
 import os
 import sys
 
 import pytest
+
+from tests.helpers import X64
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -22,19 +25,22 @@ def kernel_on_this_interpreter(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
     monkeypatch.delenv("AOTJAX_DUMP", raising=False)
+    monkeypatch.setenv("JAX_ENABLE_X64", "1" if X64 else "0")  # the kernel runs in the suite's mode
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
 def test_notebook_executes(path, kernel_on_this_interpreter):
     nb = nbformat.read(path, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell("import sys\nprint(sys.prefix)"))
+    nb.cells.append(nbformat.v4.new_code_cell("import sys, jax\nprint(sys.prefix)\nprint(jax.config.jax_enable_x64)"))
     client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                                      resources={"metadata": {"path": os.path.dirname(path)}})
     client.execute()  # raises CellExecutionError, naming the cell, on the first error
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors, errors
-    assert nb.cells[-1].outputs[0]["text"].strip() == sys.prefix  # the kernel ran on this environment
+    prefix, x64 = nb.cells[-1].outputs[0]["text"].strip().splitlines()
+    assert prefix == sys.prefix  # the kernel ran on this environment
+    assert x64 == str(X64)  # and in the suite's mode
 
 
 def test_there_are_notebooks():

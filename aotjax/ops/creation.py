@@ -77,6 +77,19 @@ def _python_scalar(op: str, x):
 _NAN = float("nan")
 
 
+def _check_ints_fit(op: str, lo: int, hi: int, dtype: np.dtype) -> None:
+    """Python ints from `lo` to `hi` must fit the integer `dtype`: an error, as in PyTorch and jax, not a
+    silent wrap (without jax's x64 mode the default int is int32)."""
+    if category(dtype) != 1:
+        return
+    info = np.iinfo(dtype)
+    if lo < info.min or hi > info.max:
+        x64 = "" if jax.config.jax_enable_x64 else (", or turn on jax's x64 mode for int64 "
+                                                    "(`jax.config.update('jax_enable_x64', True)`)")
+        raise OverflowError(f"{op}: the value {hi if hi > info.max else lo} does not fit in {dtype.name} (from "
+                            f"{info.min} to {info.max}){where()}; pass a wider dtype{x64}")
+
+
 def _as_param(x, dtype: np.dtype):
     """`x` as the Python scalar type of `dtype`'s category (so equal params mean equal results)."""
     c = category(dtype)
@@ -131,6 +144,8 @@ def tensor(data, dtype=None) -> Tensor:
                         f"numbers, (nested) lists of numbers or arrays")
     if dt is None:
         dt = to_dtype(_infer_dtype(data, arr), "tensor")
+    if arr.dtype.kind in "iu" and arr.size and not isinstance(data, (np.ndarray, np.generic)):
+        _check_ints_fit("tensor", int(arr.min()), int(arr.max()), dt)
     return Tensor._wrap(jnp.asarray(arr, dtype=dt))
 
 
@@ -172,14 +187,17 @@ def full(size, fill_value, dtype=None) -> Tensor:
             [7, 7]])
     """
     fill_value = _python_scalar("full", fill_value)
-    return _full(_size("full", (size,)), fill_value, _dtype("full", dtype, python_scalar_dtype(fill_value)))
+    dtype = _dtype("full", dtype, python_scalar_dtype(fill_value))
+    if isinstance(fill_value, int):
+        _check_ints_fit("full", fill_value, fill_value, dtype)
+    return _full(_size("full", (size,)), fill_value, dtype)
 
 
 def zeros(*size, dtype=None) -> Tensor:
     """A tensor of zeros (float32 unless `dtype` is given); `zeros(2, 3)` or `zeros((2, 3))`.
 
-    >>> aotjax.zeros(2, dtype=aotjax.int32)
-    tensor([0, 0], dtype=int32)
+    >>> aotjax.zeros(2, dtype=aotjax.int8)
+    tensor([0, 0], dtype=int8)
     """
     return _full(_size("zeros", size), 0, _dtype("zeros", dtype, default_float_dtype()))
 
@@ -212,7 +230,10 @@ def full_like(input, fill_value, dtype=None) -> Tensor:
     tensor([0.5, 0.5])
     """
     fill_value = _python_scalar("full_like", fill_value)
-    return _full(tuple(input.shape), fill_value, _dtype("full_like", dtype, input.dtype), input)
+    dtype = _dtype("full_like", dtype, input.dtype)
+    if isinstance(fill_value, int):
+        _check_ints_fit("full_like", fill_value, fill_value, dtype)
+    return _full(tuple(input.shape), fill_value, dtype, input)
 
 
 def zeros_like(input, dtype=None) -> Tensor:
@@ -341,9 +362,9 @@ defjvp_zero(eye_p)
 def eye(n, m=None, dtype=None) -> Tensor:
     """The `n` x `m` identity matrix (`m` defaults to `n`; float32 unless `dtype` is given).
 
-    >>> aotjax.eye(2, dtype=aotjax.int32)
+    >>> aotjax.eye(2, dtype=aotjax.int8)
     tensor([[1, 0],
-            [0, 1]], dtype=int32)
+            [0, 1]], dtype=int8)
     """
     n, m = _size("eye", (n, n if m is None else m))
     return eye_p.bind(n=n, m=m, dtype=_dtype("eye", dtype, default_float_dtype()))

@@ -80,8 +80,8 @@ deflinear_transpose(convert_element_type_p, _convert_element_type_transpose)
 def to(x, dtype=None, *args, **kwargs):
     """`x` converted to `dtype` (a new tensor, or `x` itself if it already has that dtype).
 
-    >>> aotjax.tensor([1.7, -1.7]).to(aotjax.int32)
-    tensor([ 1, -1], dtype=int32)
+    >>> aotjax.tensor([1.7, -1.7]).to(aotjax.int8)
+    tensor([ 1, -1], dtype=int8)
     """
     if isinstance(dtype, Tensor):
         dtype = dtype.dtype

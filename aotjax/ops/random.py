@@ -80,7 +80,9 @@ def key(seed) -> Tensor:
     tensor([ 0, 42], dtype=uint32)
     """
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        seed = default_int_dtype().type(seed)
+        # NOTE: through int64, as jax.random.PRNGKey: without x64 a seed past 32 bits keeps its low 32 bits
+        # (the key jax makes) instead of overflowing int32
+        seed = np.int64(seed).astype(default_int_dtype())
     return random_seed_p.bind(seed)
 
 

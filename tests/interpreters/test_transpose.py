@@ -12,7 +12,8 @@ from aotjax.core import all_primitives
 from aotjax.interpreters.ad_util import Zero
 from aotjax.interpreters.partial_eval import PartialVal, partial_eval_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass, transpose_flat, transpose_rules
-from tests.op_records import derivative_inputs, records
+from tests.helpers import FLOAT
+from tests.op_records import derivative_inputs, records, skip_without_x64
 
 # (record, the operands to transpose in): the others are known values
 DOT_PRODUCT_CASES = [(r, lin) for r in records(linear=True) for lin in r.linear]
@@ -29,6 +30,7 @@ def _vdot(a, b) -> float:
 
 @pytest.mark.parametrize("record, linear", DOT_PRODUCT_CASES, ids=[_case_id(c) for c in DOT_PRODUCT_CASES])
 def test_dot_product(record, linear):
+    skip_without_x64(record)
     fn, prim_name = record.fn, record.prim
     rng = np.random.default_rng(0)
     args = [aotjax.tensor(a) for a in derivative_inputs(record)]
@@ -54,7 +56,7 @@ def test_dot_product(record, linear):
 
 
 def test_detach_has_a_zero_cotangent():
-    x = aotjax.ones(3, dtype=aotjax.float64)
+    x = aotjax.ones(3, dtype=FLOAT)
     (ct,) = transpose_flat(lambda x: [x.detach() * 2.0], [UndefinedPrimal(x.aval)], [x], instantiate=False)
     assert isinstance(ct, Zero)
     (ct,) = transpose_flat(lambda x: [x.detach() + x], [UndefinedPrimal(x.aval)], [x])
@@ -62,35 +64,35 @@ def test_detach_has_a_zero_cotangent():
 
 
 def test_overwrite_with_repeated_indices_reads_back_only_the_update_that_landed():
-    x, v = aotjax.zeros(3, dtype=aotjax.float64), aotjax.tensor([1.0, 2.0, 3.0], dtype=aotjax.float64)
+    x, v = aotjax.zeros(3, dtype=FLOAT), aotjax.tensor([1.0, 2.0, 3.0], dtype=FLOAT)
     i = aotjax.tensor([1, 1, 0])
     out = x.index_put((i,), v)
     winner = int(np.flatnonzero(v.numpy() == out.numpy()[1])[0])
     (ct_v,) = transpose_flat(lambda v: [x.index_put((i,), v)], [UndefinedPrimal(v.aval)],
-                             [aotjax.tensor([10.0, 20.0, 30.0], dtype=aotjax.float64)])
+                             [aotjax.tensor([10.0, 20.0, 30.0], dtype=FLOAT)])
     expected = np.array([0.0, 0.0, 10.0])
     expected[winner] = 20.0
     np.testing.assert_array_equal(ct_v.numpy(), expected)
 
 
 def test_backward_pass_evaluates_the_nonlinear_equations_forward():
-    w = aotjax.tensor([0.5, 1.0, 2.0], dtype=aotjax.float64)
+    w = aotjax.tensor([0.5, 1.0, 2.0], dtype=FLOAT)
     jaxpr = aotjax.make_jaxpr(lambda x, w: x * w.sin() + x.sum())(w, w)
     assert [e.primitive.name for e in jaxpr.eqns] == ["sin", "mul", "reduce_sum", "add"]
-    ct = aotjax.tensor([1.0, -1.0, 2.0], dtype=aotjax.float64)
+    ct = aotjax.tensor([1.0, -1.0, 2.0], dtype=FLOAT)
     (ct_x,) = backward_pass(jaxpr, [], [UndefinedPrimal(w.aval), w], [ct])
     np.testing.assert_allclose(ct_x.numpy(), ct.numpy() * np.sin(w.numpy()) + ct.numpy().sum())
 
 
 def test_cotangents_accumulate_over_every_use():
-    x = aotjax.ones(2, 2, dtype=aotjax.float64)
+    x = aotjax.ones(2, 2, dtype=FLOAT)
     (ct,) = transpose_flat(lambda x: [x + x.t() - x * 3.0, x], [UndefinedPrimal(x.aval)],
-                           [aotjax.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=aotjax.float64), Zero(x.aval)])
+                           [aotjax.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=FLOAT), Zero(x.aval)])
     np.testing.assert_allclose(ct.numpy(), np.array([[1.0, 2.0], [3.0, 4.0]]).T - 2 * np.array([[1, 2], [3, 4]]))
 
 
 def test_symbolic_zeros():
-    x = aotjax.ones(3, dtype=aotjax.float64)
+    x = aotjax.ones(3, dtype=FLOAT)
     lin = [UndefinedPrimal(x.aval), UndefinedPrimal(x.aval)]
     cts = transpose_flat(lambda x, y: [x * 2.0], lin, [Zero(x.aval)], instantiate=False)
     assert all(isinstance(c, Zero) for c in cts)

@@ -5,10 +5,10 @@ import pytest
 
 import aotjax
 from aotjax.core.errors import DTypeError, ShapeError
-from tests.helpers import check_traced_matches_eager
+from tests.helpers import INT, check_traced_matches_eager
 
 T = aotjax.tensor
-F32, F64, I64 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64)
+F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 
 def sample(shape, dtype=F32, seed=0):
@@ -38,12 +38,12 @@ CASES = [
     ("matmul batch.mat", aotjax.matmul, ref_matmul, [(5, 2, 3), (3, 4)], F32),
     ("matmul vec.batch", aotjax.matmul, ref_matmul, [(3,), (2, 3, 4)], F32),
     ("matmul broadcast batch", aotjax.matmul, ref_matmul, [(2, 1, 2, 3), (4, 3, 5)], F32),
-    ("matmul int", aotjax.matmul, ref_matmul, [(2, 3), (3, 2)], I64),
+    ("matmul int", aotjax.matmul, ref_matmul, [(2, 3), (3, 2)], INT),
     ("operator @", lambda a, b: a @ b, ref_matmul, [(2, 3), (3, 4)], F32),
     ("mm", aotjax.mm, ref_matmul, [(2, 3), (3, 4)], F32),
     ("bmm", aotjax.bmm, ref_matmul, [(5, 2, 3), (5, 3, 4)], F32),
     ("dot", aotjax.dot, ref_matmul, [(3,), (3,)], F32),
-    ("dot int", lambda a, b: a.dot(b), ref_matmul, [(3,), (3,)], I64),
+    ("dot int", lambda a, b: a.dot(b), ref_matmul, [(3,), (3,)], INT),
     ("outer", aotjax.outer, lambda a, b: np.outer(a, b), [(3,), (4,)], F32),
     ("einsum matmul", lambda a, b: aotjax.einsum("ij,jk->ik", a, b), ref_matmul, [(2, 3), (3, 4)], F32),
     ("einsum list", lambda a, b: aotjax.einsum("b i j, b j k -> b k i", [a, b]),
@@ -94,8 +94,8 @@ ERRORS = [
      r"matmul: shapes \[2\] and \[3\] cannot be broadcast"),
     ("matmul 0-d", lambda: aotjax.matmul(aotjax.ones(()), aotjax.ones(3)), ShapeError,
      "matmul: both operands need at least 1 dimension"),
-    ("matmul dtypes", lambda: aotjax.ones(2, 2) @ aotjax.ones(2, 2, dtype=aotjax.float64), DTypeError,
-     r"matmul: expected operands of one dtype, got f32\[2,2\] and f64\[2,2\]"),
+    ("matmul dtypes", lambda: aotjax.ones(2, 2) @ aotjax.ones(2, 2, dtype=aotjax.float16), DTypeError,
+     r"matmul: expected operands of one dtype, got f32\[2,2\] and f16\[2,2\]"),
     ("mm 1-d", lambda: aotjax.mm(aotjax.ones(3), aotjax.ones(3, 3)), ShapeError,
      r"mm: expected 2-D tensors, got shapes \[3\] and \[3, 3\]"),
     ("mm inner", lambda: aotjax.mm(aotjax.ones(2, 3), aotjax.ones(2, 3)), ShapeError, r"mm: .* \(3 != 2\)"),

@@ -1,12 +1,15 @@
 """PyTorch's type promotion (`result_type`) and in-place cast rule (`can_cast`), one row per case, with
 the dtype PyTorch gives. Dimensioned tensors outrank 0-d tensors, which outrank Python scalars, unless
-the lower group is of a higher category (bool < integer < floating < complex)."""
+the lower group is of a higher category (bool < integer < floating < complex). Without jax's x64 mode a
+64-bit result is its 32-bit form (the default int is int32 there)."""
+import jax
 import numpy as np
 import pytest
 
 import aotjax
 from aotjax.core.errors import DTypeError
 from aotjax.ops.promotion import can_cast, check_inplace_cast, default_float_dtype, default_int_dtype, result_type
+from tests.helpers import by_mode
 
 BF16 = aotjax.bfloat16
 
@@ -51,7 +54,7 @@ RESULT_TYPES = [
 
 @pytest.mark.parametrize("name,operands,expected", RESULT_TYPES, ids=[r[0] for r in RESULT_TYPES])
 def test_result_type(name, operands, expected):
-    assert result_type(*operands) == np.dtype(expected)
+    assert result_type(*operands) == jax.dtypes.canonicalize_dtype(np.dtype(expected))
 
 
 def test_ops_use_result_type():  # (more cases through the ops: tests/ops/test_elementwise.py::PROMOTION)
@@ -84,5 +87,5 @@ def test_check_inplace_cast_message():
         check_inplace_cast("add_", np.dtype("float32"), np.dtype("int64"))
 
 
-def test_defaults_under_x64():
-    assert default_float_dtype() == np.float32 and default_int_dtype() == np.int64  # conftest turns x64 on
+def test_default_dtypes_of_the_mode():
+    assert default_float_dtype() == np.float32 and default_int_dtype() == by_mode(np.int64, np.int32)
