@@ -26,15 +26,17 @@ from aotjax.tensor import Tensor, record_layout, view_layout
 
 class FunctionalStorage:
     """The base shared by a functional tensor and its views: `base` is the current value (a value of
-    the interpreters below), `version` counts the writes, `origin` tags the boundary's input groups."""
+    the interpreters below), `version` counts the writes, `origin` tags the boundary's input groups,
+    `captured` marks a tensor lifted from outside the function (by `pure`: read-only)."""
 
-    __slots__ = ("base", "version", "origin", "immutable")
+    __slots__ = ("base", "version", "origin", "immutable", "captured")
 
-    def __init__(self, base, origin=None, immutable: str | None = None):
+    def __init__(self, base, origin=None, immutable: str | None = None, captured: bool = False):
         self.base = base
         self.version = 0
         self.origin = origin
         self.immutable = immutable  # what the base is, if it is an immutable argument (a jax.Array, ...)
+        self.captured = captured
 
 
 class FunctionalTensor(Tracer, Tensor):
@@ -78,11 +80,15 @@ class FunctionalizeTrace(Trace):
         return FunctionalTensor(self, FunctionalStorage(base, origin), chain, aval, strides, offset)
 
     def pure(self, val):
-        if isinstance(val, Tensor):
-            return self.new_tensor(val, strides=val._strides, offset=val._offset)
+        if isinstance(val, Tensor):  # NOTE: a tensor captured from outside the function: read-only
+            return FunctionalTensor(self, FunctionalStorage(val, captured=True), (), get_aval(val), val._strides,
+                                    val._offset)
         return val  # NOTE: scalars and arrays pass through, so the trace below still makes them literals
 
     lift = pure
+
+    def is_captured(self, tracer) -> bool:
+        return tracer._storage.captured
 
     def process_primitive(self, prim, tracers, params):
         with below(self.main):

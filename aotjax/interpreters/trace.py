@@ -34,6 +34,7 @@ class JaxprBuilder:
         self.constvars: list[Var] = []
         self.consts: list = []
         self._const_tracers: dict[int, JaxprTracer] = {}
+        self.captured: set[Var] = set()  # the constants and the views of them: what the function did not make
 
     def new_arg(self, trace: "JaxprTrace", aval: ShapedArray, strides=None, offset: int = 0) -> JaxprTracer:
         return JaxprTracer(trace, Var(aval), strides, offset)
@@ -44,6 +45,7 @@ class JaxprBuilder:
             var = Var(aval)
             self.constvars.append(var)
             self.consts.append(val)
+            self.captured.add(var)
             tracer = self._const_tracers[id(val)] = JaxprTracer(trace, var, strides, offset)
         return tracer
 
@@ -68,6 +70,9 @@ class JaxprTrace(Trace):
     def lift(self, tracer):
         return self.builder.const(self, tracer, tracer.aval, tracer._strides, tracer._offset)
 
+    def is_captured(self, tracer) -> bool:
+        return tracer._var in self.builder.captured
+
     def process_primitive(self, prim, tracers, params):
         avals_out = abstract_eval(prim, [t.aval for t in tracers], params)
         outvars = [Var(a) for a in avals_out]
@@ -81,6 +86,8 @@ class JaxprTrace(Trace):
                 t._var = v
                 t._aval = v.aval
             return written
+        if prim.kind is Kind.VIEW and tracers[0]._var in self.builder.captured:
+            self.builder.captured.update(outvars)
         return record_layout(prim, tracers, [JaxprTracer(self, v) for v in outvars], params)
 
 

@@ -46,9 +46,9 @@ def as_tensor(x) -> Tensor:
     """`x` if it is a Tensor, else a new Tensor holding it (jax arrays are not copied)."""
     if isinstance(x, Tensor):
         return x
-    from aotjax.ops.creation import tensor  # NOTE: creation imports this module
+    from aotjax.ops.creation import from_data  # NOTE: creation imports this module
 
-    return tensor(x)
+    return from_data(x)  # NOTE: an operand, never written: a constant even under a transform
 
 
 hooks.as_tensor = as_tensor
@@ -149,9 +149,10 @@ def bind_inplace(prim: Primitive, *args, **params):
 
 
 def _check_writable(prim: Primitive, trace: Trace, args) -> None:
+    data = prim.metadata_view is None  # NOTE: a view of a captured tensor may change its own view (`t_`), not data
     for i in prim.mutates:
         a = args[i]
-        if not (isinstance(a, Tracer) and a._trace.main is trace.main):
+        if not (isinstance(a, Tracer) and a._trace.main is trace.main) or (data and trace.is_captured(a)):
             raise AliasingError(
                 f"{prim.name}: in-place write to a tensor captured from outside the function being "
                 f"transformed{where()}. Pass the tensor to the function as an argument (its mutation is "

@@ -167,7 +167,8 @@ class Slot(enum.Enum):
 class OutSpec:
     """What an output leaf is: `INPUT` (the object itself: group `index`, object `obj`), `ALIAS` (a view
     of input group `index`'s base through `chain`), `BASE` (a view of intermediate base number `index`
-    through `chain`; `()` is the base itself, a new value), or `CONST` (`value`, returned as it is)."""
+    through `chain`; `()` is the base itself, a new value), or `CONST` (`value`, returned as it is, or
+    its view through `chain`: a tensor the function captured)."""
 
     kind: OutKind
     index: int = 0
@@ -240,6 +241,8 @@ class BoundaryMeta:
             if not spec.chain and shared == 1:
                 return "a new value"
             return f"a view of intermediate base #{spec.index}: {views.chain_str(spec.chain)}"
+        if spec.chain:
+            return f"a view of a captured tensor: {views.chain_str(spec.chain)}"
         return f"a constant ({type(spec.value).__name__})"
 
     def _repr_pretty_(self, p, cycle):
@@ -281,6 +284,8 @@ def collect(trace, groups: list[InputGroup], inner: list, out_leaves: list, out_
             outputs.append(OutSpec(OutKind.INPUT, gi, oi))
         elif o._storage.origin is not None and storages[o._storage.origin] is o._storage:
             outputs.append(OutSpec(OutKind.ALIAS, o._storage.origin, chain=o._chain, layout=(o._strides, o._offset)))
+        elif o._storage.captured:  # NOTE: a view of a captured tensor is a view of it at every call, as in eager
+            outputs.append(OutSpec(OutKind.CONST, value=o._storage.base, chain=o._chain))
         else:
             k = base_index.get(id(o._storage))
             if k is None:
@@ -363,7 +368,7 @@ def apply(meta: BoundaryMeta, leaves: list, new_bases: list, bases: list, wrap=N
         if kind is OutKind.INPUT:
             outs.append(leaves[groups[spec.index].leaves[spec.obj][0]])
         elif kind is OutKind.CONST:
-            outs.append(spec.value)
+            outs.append(views.apply_chain(_bind, spec.value, spec.chain) if spec.chain else spec.value)
         else:
             base = base_objs[spec.index] if kind is OutKind.BASE else group_base(groups[spec.index], leaves)
             out = views.apply_chain(_bind, base, spec.chain) if spec.chain else base

@@ -43,8 +43,9 @@ def call_key(leaves: list) -> tuple | None:
 
 
 def hashable_statics(statics: tuple, positions: tuple = (), what: str = "jit") -> tuple:
-    """Static arguments (at `positions` of the call, when given) as a cache key; an unhashable one is a
-    clear error."""
+    """Static arguments (at `positions` of the call, when given) as a cache key, each with its type (and the
+    types inside tuples): `2`, `2.0` and `True` are equal in Python but trace different programs (`int_tensor
+    * 2` is an int tensor, `int_tensor * 2.0` a float one). An unhashable one is a clear error."""
     try:
         hash(statics)
     except TypeError:
@@ -55,7 +56,13 @@ def hashable_statics(statics: tuple, positions: tuple = (), what: str = "jit") -
                 raise TypeError(f"{what}: static arguments must be hashable (use tuples, not lists or dicts); "
                                 f"argument {i} is a {type(s).__name__}") from None
         raise
-    return statics
+    return _typed(statics)
+
+
+def _typed(x):
+    if isinstance(x, tuple):
+        return type(x), tuple(_typed(e) for e in x)
+    return type(x), x
 
 
 def abstract_key(leaves: list) -> tuple:

@@ -49,13 +49,21 @@ def trace_to_jaxpr(fun: Callable, args: Sequence, kwargs: dict, static_argnums: 
         trace = main.trace
         in_tracers = [trace.builder.new_arg(trace, *input_aval(x)) for x in leaves]
         invars = [t._var for t in in_tracers]
-        dyn_t, kwargs_t = jax.tree_util.tree_unflatten(in_tree, in_tracers)
+        dyn_t, kwargs_t = jax.tree_util.tree_unflatten(in_tree, _same_object_same_tracer(leaves, in_tracers))
         out = fun(*merge(dyn_t), **kwargs_t)
         out_leaves, out_tree = jax.tree_util.tree_flatten(out)
         out_tracers = [full_raise(trace, o) for o in out_leaves]
         closed = trace.builder.build(invars, out_tracers)
     closed.in_tree, closed.out_tree = in_tree, out_tree
     return closed
+
+
+def _same_object_same_tracer(leaves: list, tracers: list) -> list:
+    """The tracers the function sees: a Tensor passed twice is one tracer (as at every transform's boundary),
+    so that a change of its view (`t_`) shows through both arguments; its second input goes unread."""
+    first: dict = {}
+    return [tracers[first.setdefault(id(x), i)] if isinstance(x, Tensor) else t
+            for i, (x, t) in enumerate(zip(leaves, tracers))]
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False):
