@@ -118,6 +118,11 @@ def check_aot_boundary_agrees(f, make, rtol=0.0, atol=0.0, **aot_kwargs):
     return compiled
 
 
+def check_call_agrees(f, run, make, how, rtol=0.0, atol=0.0):
+    """`run` (a transformed `f`) behaves as eager `f` on arguments from `make()` (see `check_boundary_agrees`)."""
+    _assert_same(_behaviour(f, make), _behaviour(run, make), how, rtol, atol)
+
+
 def check_traced_agrees(f, make, rtol=0.0, atol=0.0, static_argnums=()):
     """`eval_jaxpr(make_jaxpr(f))` on eager tensors (reference semantics) behaves as eager `f`: outputs, input
     effects, strides and aliasing, for arguments from `make()` (see `check_boundary_agrees`)."""

@@ -1,5 +1,6 @@
 """Hypothesis-generated programs of views, in-place ops and returns: eager and eval_jaxpr(make_jaxpr)
 agree on outputs and on the arguments afterwards."""
+import functools
 import os
 
 import jax
@@ -9,11 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import aotjax
+import aotjax.nn.functional as F
 from aotjax.core.errors import AliasingError
 from tests.helpers import (
     assert_trees_close,
     check_aot_boundary_agrees,
     check_boundary_agrees,
+    check_call_agrees,
     check_grads_agree,
     check_traced_agrees,
     check_traced_matches_eager,
@@ -146,6 +149,11 @@ def _broadcasts_to(src, dst) -> bool:
     return _broadcast(src, dst) == tuple(dst.shape)
 
 
+def _overlaps(x) -> bool:
+    """An expanded view: PyTorch refuses to write into it."""
+    return any(s == 0 and n > 1 for s, n in zip(x.stride(), x.shape))
+
+
 def _value_of(x, j):
     """A Python scalar of `x`'s kind, from the step's second number."""
     return {_FLOAT: j * 0.5 - 1.0, _INT: j - 3, _BOOL: j % 2 == 1}[_kind(x)]
@@ -161,7 +169,7 @@ class _Program:
         self.n, self.flag, self.scale, self.perm = n, flag, scale, perm
 
     def pick(self, i, ok=lambda x: True, writable=False):
-        live = [x for x in self.pool if ok(x) and not (writable and id(x) in self.readonly)]
+        live = [x for x in self.pool if ok(x) and not (writable and (id(x) in self.readonly or _overlaps(x)))]
         return live[i % len(live)] if live else None
 
     def view(self, x, v):
@@ -179,9 +187,15 @@ class _Program:
 
 
 # Each step: (what it needs of its operand, what it does); `None` operands skip the step.
+def _pick(seq, j):
+    return seq[j % len(seq)]
+
+
 def _view_steps():
     def narrow(p, x, j):
         p.view(x, x[:min(p.n, x.shape[0])])
+
+    rows = lambda x: x.ndim >= 1 and x.shape[0] > 0  # noqa: E731
 
     return {
         "t": (lambda x: x.ndim == 2, lambda p, x, j: p.view(x, x.t())),
@@ -193,6 +207,15 @@ def _view_steps():
         "detach": (lambda x: True, lambda p, x, j: p.view(x, x.detach())),
         "narrow_static": (lambda x: x.ndim >= 1 and x.shape[0] > 0, narrow),
         "permute_static": (lambda x: x.ndim == 2, lambda p, x, j: p.view(x, x.permute(*p.perm))),
+        "unbind": (rows, lambda p, x, j: p.view(x, x.unbind(0)[j % x.shape[0]])),
+        "chunk": (lambda x: x.ndim >= 1 and x.shape[-1] > 0, lambda p, x, j: p.view(x, _pick(x.chunk(2, dim=-1), j))),
+        "reshape_flat": (lambda x: True, lambda p, x, j: p.view(x, x.reshape(-1))),  # a view or a copy, as PyTorch
+        "expand": (lambda x: x.ndim < 3 and x.numel() <= 16, lambda p, x, j: p.view(x, x.expand(2, *x.shape))),
+        "movedim": (lambda x: x.ndim >= 2, lambda p, x, j: p.view(x, x.movedim(0, -1))),
+        "squeeze": (lambda x: True, lambda p, x, j: p.view(x, x.squeeze())),
+        "new_axis": (lambda x: x.ndim < 3, lambda p, x, j: p.view(x, x[..., None])),
+        "select_last": (rows, lambda p, x, j: p.view(x, x.select(0, -1))),
+        "alias": (lambda x: True, lambda p, x, j: p.view(x, x[...])),
     }
 
 
@@ -220,9 +243,41 @@ def _write_steps():
         if y is not None:
             x.copy_(y)
 
+    def iadd_index(p, x, j):
+        idx = aotjax.tensor([0, x.shape[0] - 1])
+        x[idx] += _value_of(x, j)  # an advanced read, a write of it back (`index_put_`)
+
+    def setitem_mask(p, x, j):
+        mask = p.pick(j, lambda m: _kind(m) == _BOOL and tuple(m.shape) == tuple(x.shape))
+        if mask is None and _kind(x) != _BOOL and not (p.smooth and _kind(x) == _FLOAT):
+            mask = x < _value_of(x, 3)
+        if mask is not None:
+            x[mask] = _value_of(x, j)
+
+    def index_put_accumulate(p, x, j):
+        src = aotjax.full((2, *x.shape[1:]), _value_of(x, j), dtype=x.dtype)
+        x.index_put_((aotjax.tensor([j % x.shape[0]] * 2),), src, accumulate=True)  # repeated: both add
+
+    def scatter_add_(p, x, j):
+        index = aotjax.zeros((1, *x.shape[1:]), dtype=int) + j % x.shape[0]
+        x.scatter_add_(0, index, aotjax.ones((1, *x.shape[1:]), dtype=x.dtype))
+
+    def sub_alpha(p, x, j):
+        y = p.pick(j, lambda y: _broadcasts_to(y, x) and _kind(y) != _BOOL and (_kind(x) == _FLOAT or _kind(y) == _INT))
+        if y is not None:
+            x.sub_(y, alpha=2)
+
     numeric = lambda x: _kind(x) != _BOOL  # noqa: E731
     rows = lambda x: x.ndim >= 1 and x.shape[0] > 0  # noqa: E731
     return {
+        "jit_helper": (lambda x: _kind(x) == _FLOAT, lambda p, x, j: p.new(_scale_in_place(x, 1 + j % 3))),
+        "iadd_index": (lambda x: numeric(x) and x.ndim >= 1 and x.shape[0] >= 2, iadd_index),
+        "setitem_mask": (lambda x: True, setitem_mask),
+        "index_put_accumulate": (lambda x: numeric(x) and rows(x), index_put_accumulate),
+        "scatter_add_": (lambda x: numeric(x) and rows(x), scatter_add_),
+        "sub_alpha": (numeric, sub_alpha),
+        "div_": (lambda x: _kind(x) == _FLOAT, lambda p, x, j: x.div_(2.0 + j)),
+        "clamp_": (lambda x: _kind(x) == _FLOAT, lambda p, x, j: p.smooth or x.clamp_(-0.75, 0.75)),
         "add_": (numeric, add_),
         "mul_": (numeric, lambda p, x, j: x.mul_(1.0 + j * 0.25 if _kind(x) == _FLOAT else 1 + j % 2)),
         "zero_": (lambda x: True, lambda p, x, j: x.zero_()),
@@ -277,10 +332,34 @@ def _value_steps():
 
     def cast(p, x, j):
         if not (p.smooth and _kind(x) == _FLOAT):
-            p.new(x.long() if _kind(x) == _FLOAT else x.to(_float_dtype()))
+            p.new(x.to(int) if _kind(x) == _FLOAT else x.to(_float_dtype()))
+
+    def stack(p, x, j):
+        y = p.pick(j, lambda y: tuple(y.shape) == tuple(x.shape))
+        p.new(aotjax.stack([x, y]))
+
+    def matmul(p, x, j):
+        y = p.pick(j, lambda y: y.dtype == x.dtype and y.ndim in (1, 2) and y.shape[0] == x.shape[-1])
+        p.new(x @ (y if y is not None else x.mT))
+
+    def checkpoint_block(p, x, j):
+        p.new(_remat_block(x, _CAPTURED[0][: x.shape[-1]] if x.shape[-1] <= 4 else 1.0))
+
+    def aot_helper(p, x, j):
+        p.new(_aot_energy(x))
 
     rows = lambda x: x.ndim >= 1 and x.shape[0] > 0  # noqa: E731
+    small = lambda x: x.numel() <= 32  # noqa: E731
     return {
+        "cat": (lambda x: x.ndim >= 1 and small(x), lambda p, x, j: p.new(aotjax.cat([x, x.flip(0)], dim=0))),
+        "stack": (small, stack),
+        "matmul": (lambda x: _kind(x) == _FLOAT and x.ndim == 2, matmul),
+        "cumsum": (lambda x: x.ndim >= 1, lambda p, x, j: p.new(x.cumsum(0))),
+        "roll": (lambda x: x.ndim >= 1, lambda p, x, j: p.new(x.roll(1, 0))),
+        "mean_keepdim": (lambda x: _kind(x) == _FLOAT and x.ndim >= 1, lambda p, x, j: p.new(x.mean(-1, keepdim=True))),
+        "softmax": (lambda x: _kind(x) == _FLOAT and x.ndim >= 1, lambda p, x, j: p.new(F.softmax(x, dim=-1))),
+        "checkpoint_block": (lambda x: _kind(x) == _FLOAT and x.ndim >= 1, checkpoint_block),
+        "aot_helper": (lambda x: _kind(x) == _FLOAT, aot_helper),
         "mul_add": (lambda x: True, mul_add),
         "clone": (lambda x: True, lambda p, x, j: p.new(x.clone())),
         "sin": (lambda x: _kind(x) == _FLOAT, lambda p, x, j: p.new(x.sin())),
@@ -296,6 +375,15 @@ def _value_steps():
         "sum_dim": (lambda x: x.ndim >= 1, lambda p, x, j: p.new(x.sum(0))),
     }
 
+
+@functools.partial(aotjax.jit, static_argnums=1)
+def _scale_in_place(t, k):
+    t.mul_(k)
+    return (t * t).sum()
+
+
+_remat_block = aotjax.checkpoint(lambda t, w: (t.sin() * w).cos() * 2)
+_aot_energy = aotjax.aot(lambda t: (t.sin() * t).sum())
 
 RICH_VIEWS, RICH_WRITES, RICH_VALUES = _view_steps(), _write_steps(), _value_steps()
 RICH_STEPS = sorted(RICH_VIEWS) + sorted(RICH_WRITES) + sorted(RICH_VALUES)
@@ -429,11 +517,26 @@ def test_static_arguments_retrace_only_when_they_change(steps, outs, aliasing, f
         assert compiled.trace_count == len({repr(first), repr(second)}), transform.__name__  # 2 and 2.0 differ
 
 
+@fuzz_settings(10)
+@given(steps=rich_steps(3, 10), outs=st.lists(st.integers(0, 15), min_size=1, max_size=2), static_values=statics,
+       order=st.permutations(["independent", "views_of_one_base", "view_of_the_other"]))
+def test_aliasing_patterns_of_the_same_shapes_never_share_a_program(steps, outs, static_values, order):
+    """Arguments of the same shapes, independent or sharing a storage in two ways: jit and aot trace a program per
+    pattern (and reuse it), each call behaves as eager (outputs, arguments afterwards, strides, aliasing)."""
+    f = make_rich_program(steps, outs, as_dict=False)
+    for transform in (aotjax.jit, aotjax.aot):
+        compiled = transform(f, static_argnums=STATIC_ARGNUMS)
+        for aliasing in [*order, order[0]]:
+            check_call_agrees(f, compiled, make_rich_inputs(aliasing, static_values), f"{transform.__name__}, "
+                              f"{aliasing} after {order}", **_tolerance())
+        assert compiled.trace_count == 3, transform.__name__
+
+
 def _loss_of(program):
-    """A float scalar from the float outputs of `program`, nonlinear in them."""
+    """A float scalar from the float outputs of `program` and its float arguments afterwards, nonlinear in them."""
     def loss(fl, aux, n, flag, scale, perm):
         total = aotjax.zeros((), dtype=_float_dtype())
-        for o in jax.tree_util.tree_leaves(program(fl, aux, n, flag, scale, perm)):
+        for o in jax.tree_util.tree_leaves((program(fl, aux, n, flag, scale, perm), fl)):
             if isinstance(o, aotjax.Tensor) and o.is_floating_point():
                 total = total + (o * o).sum() * 0.5 + o.sin().sum()
         return total
@@ -591,3 +694,41 @@ def test_an_output_viewing_a_captured_tensor_is_a_view_of_it_after_jit_and_aot()
     out = aotjax.jit(f)(*make()[0])[1]
     out.mul_(10)
     assert captured.tolist() == [1.0, 20.0, 30.0, 40.0]
+
+
+def _increment(t):
+    t.add_(1)
+    return t.sum()
+
+
+@pytest.mark.parametrize("inner", [aotjax.jit, aotjax.aot])
+def test_a_compiled_function_writing_a_captured_tensor_inside_a_transform_is_refused(inner):
+    """Called inside a transform with eager arguments only (tensors its caller captured), a jit or aot function is
+    part of the traced program, not run once at trace time: its write into the captured tensor is refused."""
+    captured, increment = aotjax.zeros(3), inner(_increment)
+
+    def f(a):
+        return a * increment(captured)
+
+    assert f(aotjax.ones(1)).tolist() == [3.0] and captured.tolist() == [1.0, 1.0, 1.0]  # eagerly
+    for transform in (aotjax.make_jaxpr, aotjax.functionalize, aotjax.jit, aotjax.aot,
+                      lambda f: aotjax.grad(lambda a: f(a).sum())):
+        with pytest.raises(AliasingError, match=r"^copy_: in-place write to a tensor captured from outside the "
+                                                r"function being transformed \(at test_random_programs.py:\d+ \(f\)"):
+            transform(f)(aotjax.ones(1))
+        assert captured.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_an_aot_function_under_grad_never_deletes_its_callers_buffer():
+    """Differentiated, an aot function writing into an argument runs its program on values the caller holds: a
+    later error in the function leaves the argument as it was (its buffer is not donated)."""
+    increment = aotjax.aot(_increment)
+
+    def f(x, y):
+        x.sum() * increment(y)
+        raise ValueError("an error after the call")
+
+    y = aotjax.ones(3)
+    with pytest.raises(ValueError, match="an error after the call"):
+        aotjax.grad(f)(aotjax.ones(3), y)
+    assert y.tolist() == [1.0, 1.0, 1.0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
 from aotjax.core.avals import get_aval
-from aotjax.core.interpreter import Tracer
+from aotjax.core.interpreter import Tracer, find_top_trace
 from aotjax.tensor import Tensor
 
 
@@ -40,6 +40,12 @@ def call_key(leaves: list) -> tuple | None:
     if shared:
         sig.append(tuple(x._chain if isinstance(x, Tensor) else None for x in leaves))
     return tuple(sig)
+
+
+def under_transform() -> bool:
+    """Whether a transform is tracing the caller: a compiled function called then with eager arguments only
+    (tensors its caller captured) must be traced into the caller's program, not run now, once."""
+    return find_top_trace(()).main.level > 0
 
 
 def hashable_statics(statics: tuple, positions: tuple = (), what: str = "jit") -> tuple:
