@@ -52,6 +52,11 @@ class Trace:
         function captured, through `pure` or `lift`): not an argument and not made inside, so not writable."""
         return False
 
+    def argument_keys(self, tracer: "Tracer") -> list:
+        """`(storage key, chain)` of the captured tensors that `tracer`, an argument of the function this trace
+        runs, stands for (captured tensors sharing memory with it): what a transform nested inside maps too."""
+        return []
+
     def process_primitive(self, prim: Primitive, tracers: list, params: dict) -> list:
         """Apply `prim`; return the outputs (for a mutation: the written operand tracers, updated). A
         trace that makes the tensors of a primitive with a `view_strides` rule (views, `clone`) or that

@@ -3,6 +3,7 @@ and `bind_inplace`, the one way in-place ops bind their primitives (PyTorch's wr
 from __future__ import annotations
 
 import warnings
+import weakref
 from typing import Sequence
 
 import jax
@@ -46,9 +47,9 @@ def as_tensor(x) -> Tensor:
     """`x` if it is a Tensor, else a new Tensor holding it (jax arrays are not copied)."""
     if isinstance(x, Tensor):
         return x
-    from aotjax.ops.creation import from_data  # NOTE: creation imports this module
+    from aotjax.ops.creation import tensor  # NOTE: creation imports this module
 
-    return from_data(x)  # NOTE: an operand, never written: a constant even under a transform
+    return tensor(x)
 
 
 hooks.as_tensor = as_tensor
@@ -153,10 +154,21 @@ def _check_writable(prim: Primitive, trace: Trace, args) -> None:
     for i in prim.mutates:
         a = args[i]
         if not (isinstance(a, Tracer) and a._trace.main is trace.main) or (data and trace.is_captured(a)):
+            if not isinstance(a, Tracer) and a._storage in constants_made_inside:
+                raise AliasingError(
+                    f"{prim.name}: in-place write to a tensor made from data inside the function being transformed"
+                    f"{where()}: `aotjax.tensor(...)` is a constant of the traced program (concrete: it can index, "
+                    f"mask, be read by Python). Write into a copy of it (`aotjax.tensor(...).clone()`), which is "
+                    f"the function's own tensor.")
             raise AliasingError(
                 f"{prim.name}: in-place write to a tensor captured from outside the function being "
                 f"transformed{where()}. Pass the tensor to the function as an argument (its mutation is "
                 f"then applied to the caller's tensor), or write into a copy (`t.clone()`).")
+
+
+# NOTE: the storages of tensors `aotjax.tensor` made while a transform traced, so that a write into one is
+# refused with a message that says what it is (they are constants of the program, like captured tensors).
+constants_made_inside: weakref.WeakSet = weakref.WeakSet()
 
 
 def _check_no_internal_overlap(prim: Primitive, args) -> None:

@@ -12,15 +12,14 @@ from jax import lax
 
 from aotjax.core.avals import python_scalar_dtype
 from aotjax.core.errors import ConcretizationError, ShapeError
-from aotjax.core.interpreter import Tracer, find_top_trace, full_raise
+from aotjax.core.interpreter import Tracer, find_top_trace
 from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters import hooks
 from aotjax.interpreters.eval import read
-from aotjax.interpreters.functionalize import FunctionalizeTrace
 from aotjax.interpreters.jvp import defjvp_zero
 from aotjax.ops._combinators import standard_primitive
-from aotjax.ops._frontend import convert, to_dtype
+from aotjax.ops._frontend import constants_made_inside, convert, to_dtype
 from aotjax.ops.promotion import category, default_float_dtype, default_int_dtype, is_float
 from aotjax.tensor import Tensor, method
 
@@ -113,11 +112,13 @@ def tensor(data, dtype=None) -> Tensor:
     dt = _dtype("tensor", dtype)
     if isinstance(data, Tracer):  # a traced tensor: a copy is a new value of the same program
         return convert(data, dt) if dt is not None and dt != data.dtype else data.clone()
-    return _made_inside(from_data(data, dt))
+    t = _from_data(data, dt)
+    if find_top_trace(()).main.level:  # a constant of the program being traced
+        constants_made_inside.add(t._storage)
+    return t
 
 
-def from_data(data, dt: np.dtype | None = None) -> Tensor:
-    """A new eager tensor holding `data` (`tensor` without its dtype checks and outside any transform)."""
+def _from_data(data, dt: np.dtype | None) -> Tensor:
     if isinstance(data, Tensor):
         data = read(data)
         return Tensor._wrap(jnp.array(data, dtype=dt, copy=True))
@@ -135,19 +136,6 @@ def from_data(data, dt: np.dtype | None = None) -> Tensor:
     if dt is None:
         dt = to_dtype(_infer_dtype(data, arr), "tensor")
     return Tensor._wrap(jnp.asarray(arr, dtype=dt))
-
-
-def _made_inside(t: Tensor) -> Tensor:
-    """`t`, made from data, as a value of the function being transformed, if one is (what `zeros(3)` is
-    without this): so that it can be written in place, where a tensor captured from outside cannot."""
-    trace = find_top_trace(())
-    if not trace.main.level:
-        return t
-    if isinstance(trace, FunctionalizeTrace):
-        return trace.new_tensor(t)  # NOTE: a storage of the function's own (`full_raise` would make it captured)
-    # NOTE: a staging trace holds the data as a constant of the program: the tensor is a fresh copy of it
-    # (PyTorch's `lift_fresh_copy`), so a write into it never reaches the constant, and each run starts anew.
-    return full_raise(trace, t).clone()
 
 
 def _init_from_data(self, data, dtype=None):

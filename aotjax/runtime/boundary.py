@@ -25,7 +25,7 @@ import jax
 from aotjax.core import views
 from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
 from aotjax.core.avals import ShapedArray, get_aval
-from aotjax.core.interpreter import below
+from aotjax.core.interpreter import Tracer, below
 from aotjax.core.interpreter import bind as _bind
 from aotjax.core.primitive import all_primitives
 from aotjax.interpreters.eval import read, write
@@ -108,8 +108,7 @@ def group_inputs(leaves: list, scalars: bool = False) -> list[InputGroup]:
     for i, x in enumerate(leaves):
         if isinstance(x, _SCALARS) and not scalars:
             continue
-        storage = x._storage if isinstance(x, Tensor) else None
-        key = id(storage) if storage is not None else id(x)
+        key = views.storage_key(x)
         g = by_key.get(key)
         if g is None:
             g = by_key[key] = InputGroup([x], [[i]], [()])
@@ -134,8 +133,11 @@ def enter(trace, groups: list[InputGroup], base_values: list, leaves: list) -> l
     """The inside's flat arguments: functional tensors of `trace`, one storage per group holding
     `base_values[g]` (a value of the levels below), each object viewed through its chain."""
     inner = list(leaves)
+    trace.arguments = {}
     for gi, (g, base) in enumerate(zip(groups, base_values, strict=True)):
         storage = FunctionalStorage(base, origin=gi, immutable=None if g.is_tensor else g.what)
+        if g.is_tensor:
+            _map_captured(trace.arguments, g, storage)
         for obj, chain, idxs in zip(g.objects, g.chains, g.leaves, strict=True):
             strides, offset = (obj._strides, obj._offset) if isinstance(obj, Tensor) else (None, 0)
             aval = get_aval(base) if not g.synthetic else get_aval(obj)
@@ -143,6 +145,17 @@ def enter(trace, groups: list[InputGroup], base_values: list, leaves: list) -> l
             for i in idxs:
                 inner[i] = t
     return inner
+
+
+def _map_captured(arguments: dict, g: InputGroup, storage: FunctionalStorage) -> None:
+    """A tensor the function captures that shares memory with group `g` is read through its storage: keyed by
+    the group's storage, and by whatever an enclosing transform maps onto the group's argument."""
+    x = g.objects[0]
+    base_chain = () if g.synthetic else x._chain
+    arguments[views.storage_key(x)] = (storage, base_chain)
+    if isinstance(x, Tracer):
+        for key, chain in x._trace.argument_keys(x):
+            arguments.setdefault(key, (storage, chain + base_chain))
 
 
 # -- what the body did -----------------------------------------------------------------------------
