@@ -3,6 +3,8 @@ suite's precision mode (jax's default 32-bit mode or x64) and what it means for 
 finite differences."""
 from __future__ import annotations
 
+import functools
+
 import jax
 import numpy as np
 import pytest
@@ -53,15 +55,15 @@ def to_numpy(tree):
     return jax.tree_util.tree_map(lambda x: np.asarray(x) if isinstance(x, Tensor) else x, tree)
 
 
-def assert_trees_close(a, b, rtol=1e-6, atol=1e-6):
+def assert_trees_close(a, b, rtol=1e-6, atol=1e-6, how=""):
     la, ta = jax.tree_util.tree_flatten(to_numpy(a))
     lb, tb = jax.tree_util.tree_flatten(to_numpy(b))
-    assert ta == tb, f"structures differ: {ta} vs {tb}"
+    assert ta == tb, f"{how}: structures differ: {ta} vs {tb}"
     for x, y in zip(la, lb):
         x, y = np.asarray(x), np.asarray(y)
-        assert x.shape == y.shape, f"shapes differ: {x.shape} vs {y.shape}"
-        assert x.dtype == y.dtype, f"dtypes differ: {x.dtype} vs {y.dtype}"
-        np.testing.assert_allclose(x, y, rtol=rtol, atol=atol)
+        assert x.shape == y.shape, f"{how}: shapes differ: {x.shape} vs {y.shape}"
+        assert x.dtype == y.dtype, f"{how}: dtypes differ: {x.dtype} vs {y.dtype}"
+        np.testing.assert_allclose(x, y, rtol=rtol, atol=atol, err_msg=how)
 
 
 def check_traced_matches_eager(f, *args, rtol=1e-6, atol=1e-6):
@@ -99,11 +101,19 @@ def _behaviour(run, make):
     history = [_state(_observed(args, extra, out))]
     for o in _outputs(out):
         try:
-            o.add_(1000)
+            _poke(o)
             history.append(_state(_observed(args, extra, out)))
         except AliasingError:
             history.append("error")
     return history
+
+
+def _poke(o):
+    """Write into an output, to see what it aliases."""
+    if o.dtype == np.bool_:
+        o.logical_not_()
+    else:
+        o.add_(1000)
 
 
 def _assert_same(expected, got, how, rtol, atol):
@@ -119,14 +129,15 @@ def _assert_same(expected, got, how, rtol, atol):
             np.testing.assert_allclose(gv, ev, rtol=rtol, atol=atol, err_msg=f"{how}: step {step}, tensor {k}")
 
 
-def check_boundary_agrees(f, make, rtol=0.0, atol=0.0):
+def check_boundary_agrees(f, make, rtol=0.0, atol=0.0, static_argnums=()):
     """`f` run eagerly, under functionalize, under jit (first and cached call) and through its
     functionalized jaxpr interpreted: the same outputs, input effects and aliasing. `make()` returns
     fresh `(args, extra_observed_tensors)`. Returns the jitted function."""
     expected = _behaviour(f, make)
-    jitted = aotjax.jit(f)
-    ways = {"functionalize": aotjax.functionalize(f), "jit (first call)": jitted, "jit (cached call)": jitted,
-            "eval_jaxpr of the functionalized jaxpr": aotjax.jit(f).lower(*make()[0]).eval}
+    jitted = aotjax.jit(f, static_argnums=static_argnums)
+    ways = {"functionalize": aotjax.functionalize(f, static_argnums), "jit (first call)": jitted,
+            "jit (cached call)": jitted,
+            "eval_jaxpr of the functionalized jaxpr": aotjax.jit(f, static_argnums).lower(*make()[0]).eval}
     for how, run in ways.items():
         _assert_same(expected, _behaviour(run, make), how, rtol, atol)
     return jitted
@@ -134,9 +145,72 @@ def check_boundary_agrees(f, make, rtol=0.0, atol=0.0):
 
 def check_aot_boundary_agrees(f, make, rtol=0.0, atol=0.0, **aot_kwargs):
     """`aot(f)` called plainly, first and cached call: the same outputs, input effects and aliasing as
-    eager `f` (see `check_boundary_agrees`). Returns the aot function."""
+    eager `f` (see `check_boundary_agrees`; `static_argnums` among `aot_kwargs`). Returns the aot function."""
     expected = _behaviour(f, make)
     compiled = aotjax.aot(f, **aot_kwargs)
     for how in ("aot (first call)", "aot (cached call)"):
         _assert_same(expected, _behaviour(compiled, make), how, rtol, atol)
     return compiled
+
+
+def check_call_agrees(f, run, make, how, rtol=0.0, atol=0.0):
+    """`run` (a transformed `f`) behaves as eager `f` on arguments from `make()` (see `check_boundary_agrees`)."""
+    _assert_same(_behaviour(f, make), _behaviour(run, make), how, rtol, atol)
+
+
+def check_traced_agrees(f, make, rtol=0.0, atol=0.0, static_argnums=()):
+    """`eval_jaxpr(make_jaxpr(f))` on eager tensors (reference semantics) behaves as eager `f`: outputs, input
+    effects, strides and aliasing, for arguments from `make()` (see `check_boundary_agrees`)."""
+    expected = _behaviour(f, make)
+    args, _ = make()
+    jaxpr = aotjax.make_jaxpr(f, static_argnums)(*args)
+
+    def run(*args):
+        dyn = [a for i, a in enumerate(args) if i not in static_argnums]
+        return jax.tree_util.tree_unflatten(jaxpr.out_tree, aotjax.eval_jaxpr(jaxpr, *jax.tree_util.tree_leaves(dyn)))
+
+    _assert_same(expected, _behaviour(run, make), "eval_jaxpr of make_jaxpr", rtol, atol)
+    return jaxpr
+
+
+# -- derivatives: every way of taking them agrees with eager grad ----------------------------------
+def grad_ways(loss, argnums=0, static_argnums=()) -> dict:
+    """`name -> function returning (value or None, gradient)`: grad, value_and_grad, jit(grad), grad(jit),
+    grad(aot) with the default and the min-cut partitioner, aot(grad)."""
+    from aotjax.partition import min_cut_partition
+
+    grad = aotjax.grad(loss, argnums)
+    jit, aot = functools.partial(aotjax.jit, static_argnums=static_argnums), functools.partial(
+        aotjax.aot, static_argnums=static_argnums)
+    without_value = lambda g: lambda *a: (None, g(*a))  # noqa: E731
+    return {"grad": without_value(grad), "value_and_grad": aotjax.value_and_grad(loss, argnums),
+            "jit(grad)": without_value(jit(grad)), "grad(jit)": without_value(aotjax.grad(jit(loss), argnums)),
+            "grad(aot)": without_value(aotjax.grad(aot(loss), argnums)),
+            "grad(aot, min-cut)": without_value(aotjax.grad(aot(loss, partition=min_cut_partition()), argnums)),
+            "aot(grad)": without_value(aot(grad))}
+
+
+def check_grads_agree(loss, make, argnums=0, static_argnums=(), rtol=1e-6, atol=1e-6):
+    """Every way of `grad_ways` gives eager grad's gradient (and value), and leaves the arguments as
+    eager `loss` does (its writes happen, once). `make()` returns fresh `(args, extra_observed_tensors)`.
+    Returns eager grad's gradient."""
+    args, extra = make()
+    value = loss(*args)
+    after = _state(_observed(args, extra, ()))
+    args, _ = make()
+    expected = aotjax.grad(loss, argnums)(*args)
+    for how, run in grad_ways(loss, argnums, static_argnums).items():
+        args, extra = make()
+        got_value, got = run(*args)
+        assert_trees_close(expected, got, rtol, atol, f"{how}: gradient")
+        if got_value is not None:
+            assert_trees_close(value, got_value, rtol, atol, f"{how}: value")
+        _assert_same([after], [_state(_observed(args, extra, ()))], f"{how}: the arguments afterwards", rtol, atol)
+    return expected
+
+
+def directional_derivative(fn, bases, direction, eps):
+    """`(fn(bases + eps * direction) - fn(bases - eps * direction)) / (2 eps)`, `bases` a list of arrays."""
+    plus = fn([b + eps * d for b, d in zip(bases, direction)])
+    minus = fn([b - eps * d for b, d in zip(bases, direction)])
+    return (float(plus) - float(minus)) / (2 * eps)

@@ -52,6 +52,16 @@ class Trace:
         """Wrap a tracer of a lower level as this trace's tracer."""
         raise NotImplementedError
 
+    def is_captured(self, tracer: "Tracer") -> bool:
+        """Whether `tracer` views a value this trace lifted from outside the function it runs (a tensor the
+        function captured, through `pure` or `lift`): not an argument and not made inside, so not writable."""
+        return False
+
+    def argument_keys(self, tracer: "Tracer") -> list:
+        """`(storage key, chain)` of the captured tensors that `tracer`, an argument of the function this trace
+        runs, stands for (captured tensors sharing memory with it): what a transform nested inside maps too."""
+        return []
+
     def process_primitive(self, prim: Primitive, tracers: list, params: dict) -> list:
         """Apply `prim`; return the outputs (for a mutation: the written operand tracers, updated). A
         trace that makes the tensors of a primitive with a `view_strides` rule (views) or a `layout_rule`

@@ -64,5 +64,18 @@ def write_through(apply: Apply, base, chain: Chain, y, values: list | None = Non
     return y
 
 
+def relative_chain(chain: Chain, base_chain: Chain) -> Chain | None:
+    """`chain` (a view of a storage) relative to `base_chain` (a view of the same storage), if the first is the
+    second followed by more steps; else None."""
+    n = len(base_chain)
+    return chain[n:] if chain[:n] == base_chain else None
+
+
+def storage_key(x) -> int:
+    """What tensors sharing memory have in common: their storage (the object itself, if it has none)."""
+    storage = getattr(x, "_storage", None)
+    return id(storage) if storage is not None else id(x)
+
+
 def chain_str(chain: Chain) -> str:
     return " -> ".join(map(str, chain)) if chain else "(base)"

@@ -26,15 +26,17 @@ from aotjax.tensor import Tensor, record_layout, view_layout
 
 class FunctionalStorage:
     """The base shared by a functional tensor and its views: `base` is the current value (a value of
-    the interpreters below), `version` counts the writes, `origin` tags the boundary's input groups."""
+    the interpreters below), `version` counts the writes, `origin` tags the boundary's input groups,
+    `captured` marks a tensor lifted from outside the function (by `pure`: read-only)."""
 
-    __slots__ = ("base", "version", "origin", "immutable")
+    __slots__ = ("base", "version", "origin", "immutable", "captured")
 
-    def __init__(self, base, origin=None, immutable: str | None = None):
+    def __init__(self, base, origin=None, immutable: str | None = None, captured: bool = False):
         self.base = base
         self.version = 0
         self.origin = origin
         self.immutable = immutable  # what the base is, if it is an immutable argument (a jax.Array, ...)
+        self.captured = captured
 
 
 class FunctionalTensor(Tracer, Tensor):
@@ -72,17 +74,39 @@ def write(t: FunctionalTensor, new_value, chain_vals: list | None = None) -> Non
 
 
 class FunctionalizeTrace(Trace):
+    # NOTE: set by the boundary: the storage key of each argument group (`views.storage_key`) -> (its functional
+    # storage, the chain of the group's base in the caller's storage).
+    arguments: dict | None = None
+
     def new_tensor(self, base, origin=None, chain=(), aval=None, strides=None, offset: int = 0):
         """A functional tensor over a new storage holding `base` (a value of the levels below)."""
         aval = aval if aval is not None else get_aval(base)
         return FunctionalTensor(self, FunctionalStorage(base, origin), chain, aval, strides, offset)
 
     def pure(self, val):
-        if isinstance(val, Tensor):
-            return self.new_tensor(val, strides=val._strides, offset=val._offset)
+        if isinstance(val, Tensor):  # NOTE: a tensor captured from outside the function: read-only
+            argument = self.arguments.get(views.storage_key(val)) if self.arguments else None
+            if argument is not None:
+                return self._argument_view(val, *argument)
+            return FunctionalTensor(self, FunctionalStorage(val, captured=True), (), get_aval(val), val._strides,
+                                    val._offset)
         return val  # NOTE: scalars and arrays pass through, so the trace below still makes them literals
 
     lift = pure
+
+    def is_captured(self, tracer) -> bool:
+        return tracer._storage.captured
+
+    def argument_keys(self, tracer) -> list:
+        return [(key, chain) for key, (storage, chain) in (self.arguments or {}).items() if storage is tracer._storage]
+
+    def _argument_view(self, val: Tensor, storage: FunctionalStorage, base_chain) -> FunctionalTensor:
+        """A captured tensor that shares memory with an argument: the argument's storage, read through `val`'s
+        view of it (so that it sees what the function wrote into the argument)."""
+        chain = views.relative_chain(val._chain, base_chain)
+        if chain is None:
+            raise captured_alias_error("functionalize", val)
+        return FunctionalTensor(self, storage, chain, get_aval(val), val._strides, val._offset)
 
     def process_primitive(self, prim, tracers, params):
         with below(self.main):
@@ -134,3 +158,10 @@ def _check_mutable(prim, t: FunctionalTensor) -> None:
 
 def _read(x):
     return current_value(x) if isinstance(x, FunctionalTensor) else x
+
+
+def captured_alias_error(transform: str, val: Tensor) -> UnsupportedError:
+    return UnsupportedError(
+        f"{transform}: the function reads a tensor captured from outside it ({get_aval(val).str_short()}) that shares "
+        f"memory with one of its arguments without being a view of that argument{where()}. Pass the captured tensor "
+        f"as an argument too (or the base that both view), or read the argument instead.")

@@ -7,13 +7,16 @@ traced function's writes into its arguments.
 """
 from __future__ import annotations
 
+from aotjax.core import views
 from aotjax.core.avals import ShapedArray, aval_of_value, scalar_literal
-from aotjax.core.interpreter import Trace, Tracer, full_raise, new_main
+from aotjax.core.errors import UnsupportedError
+from aotjax.core.interpreter import Trace, Tracer, bind, full_raise, new_main
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from aotjax.core.primitive import Kind, abstract_eval
-from aotjax.core.source_info import user_source_info
+from aotjax.core.source_info import user_source_info, where
 from aotjax.core.typecheck import typecheck, typecheck_enabled
 from aotjax.interpreters.eval import read
+from aotjax.interpreters.functionalize import captured_alias_error
 from aotjax.tensor import Tensor, record_layout, view_layout
 
 
@@ -34,6 +37,11 @@ class JaxprBuilder:
         self.constvars: list[Var] = []
         self.consts: list = []
         self._const_tracers: dict[int, JaxprTracer] = {}
+        self.captured: set[Var] = set()  # the constants and the views of them: what the function did not make
+        # NOTE: set by make_jaxpr: storage key -> (tracer, chain) of the arguments: what a captured tensor sharing
+        # memory with one is read through
+        self.arguments: dict[int, list[tuple[JaxprTracer, tuple]]] = {}
+        self.passed_twice: set[int] = set()  # ids of the tracers of a tensor passed as several arguments
 
     def new_arg(self, trace: "JaxprTrace", aval: ShapedArray, strides=None, offset: int = 0) -> JaxprTracer:
         return JaxprTracer(trace, Var(aval), strides, offset)
@@ -44,6 +52,7 @@ class JaxprBuilder:
             var = Var(aval)
             self.constvars.append(var)
             self.consts.append(val)
+            self.captured.add(var)
             tracer = self._const_tracers[id(val)] = JaxprTracer(trace, var, strides, offset)
         return tracer
 
@@ -58,7 +67,10 @@ class JaxprTrace(Trace):
         return self.main.global_data
 
     def pure(self, val):
-        if isinstance(val, Tensor):  # NOTE: an eager value captured as a constant
+        if isinstance(val, Tensor):  # NOTE: an eager value captured as a constant, unless it is an argument's
+            arguments = self.builder.arguments.get(views.storage_key(val))
+            if arguments is not None:
+                return _argument_view(val, arguments)
             return self.builder.const(self, read(val), val.aval, val._strides, val._offset)
         lit = scalar_literal(val)
         if lit is not None:
@@ -68,6 +80,13 @@ class JaxprTrace(Trace):
     def lift(self, tracer):
         return self.builder.const(self, tracer, tracer.aval, tracer._strides, tracer._offset)
 
+    def is_captured(self, tracer) -> bool:
+        return tracer._var in self.builder.captured
+
+    def argument_keys(self, tracer) -> list:
+        return [(key, chain) for key, arguments in self.builder.arguments.items() for t, chain in arguments
+                if t is tracer]
+
     def process_primitive(self, prim, tracers, params):
         avals_out = abstract_eval(prim, [t.aval for t in tracers], params)
         outvars = [Var(a) for a in avals_out]
@@ -76,12 +95,29 @@ class JaxprTrace(Trace):
             written = [tracers[i] for i in prim.mutates]
             if prim.metadata_view is not None:
                 t = written[0]
+                if id(t) in self.builder.passed_twice:
+                    raise UnsupportedError(
+                        f"make_jaxpr: {prim.name} changes the view of a tensor passed as several arguments{where()}; "
+                        f"the program as written has one input per argument, which cannot change view together. Pass "
+                        f"the tensor once, or trace with jit or functionalize, which make it one input.")
                 t._strides, t._offset = view_layout(prim.metadata_view, t, avals_out[0].shape, params)
             for t, v in zip(written, outvars):
                 t._var = v
                 t._aval = v.aval
             return written
+        if prim.kind is Kind.VIEW and tracers[0]._var in self.builder.captured:
+            self.builder.captured.update(outvars)
         return record_layout(prim, tracers, [JaxprTracer(self, v) for v in outvars], params)
+
+
+def _argument_view(val: Tensor, arguments: list) -> JaxprTracer:
+    """A captured tensor that shares memory with arguments: a view of one of them (the program as written reads
+    it through the argument, so that it sees what the function wrote)."""
+    for tracer, base_chain in arguments:
+        chain = views.relative_chain(val._chain, base_chain)
+        if chain is not None:
+            return views.apply_chain(bind, tracer, chain)
+    raise captured_alias_error("make_jaxpr", val)
 
 
 def trace_flat(fun, avals) -> ClosedJaxpr:

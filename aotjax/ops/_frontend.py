@@ -3,6 +3,7 @@ and `bind_inplace`, the one way in-place ops bind their primitives (PyTorch's wr
 from __future__ import annotations
 
 import warnings
+import weakref
 from typing import Sequence
 
 import jax
@@ -149,13 +150,25 @@ def bind_inplace(prim: Primitive, *args, **params):
 
 
 def _check_writable(prim: Primitive, trace: Trace, args) -> None:
+    data = prim.metadata_view is None  # NOTE: a view of a captured tensor may change its own view (`t_`), not data
     for i in prim.mutates:
         a = args[i]
-        if not (isinstance(a, Tracer) and a._trace.main is trace.main):
+        if not (isinstance(a, Tracer) and a._trace.main is trace.main) or (data and trace.is_captured(a)):
+            if not isinstance(a, Tracer) and a._storage in constants_made_inside:
+                raise AliasingError(
+                    f"{prim.name}: in-place write to a tensor made from data inside the function being transformed"
+                    f"{where()}: `aotjax.tensor(...)` is a constant of the traced program (concrete: it can index, "
+                    f"mask, be read by Python). Write into a copy of it (`aotjax.tensor(...).clone()`), which is "
+                    f"the function's own tensor.")
             raise AliasingError(
                 f"{prim.name}: in-place write to a tensor captured from outside the function being "
                 f"transformed{where()}. Pass the tensor to the function as an argument (its mutation is "
                 f"then applied to the caller's tensor), or write into a copy (`t.clone()`).")
+
+
+# NOTE: the storages of tensors `aotjax.tensor` made while a transform traced, so that a write into one is
+# refused with a message that says what it is (they are constants of the program, like captured tensors).
+constants_made_inside: weakref.WeakSet = weakref.WeakSet()
 
 
 def _check_no_internal_overlap(prim: Primitive, args) -> None:

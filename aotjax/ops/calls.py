@@ -16,6 +16,7 @@ import functools
 from contextlib import contextmanager
 from typing import Any, Callable, Protocol, Sequence
 
+import jax.numpy as jnp
 import numpy as np
 
 from aotjax.core.avals import ShapedArray, get_aval
@@ -224,7 +225,15 @@ class AotEntry(Protocol):
 aot_call_p = Primitive("aot_call", multiple_results=True, recompute=Recompute.EXPENSIVE,
                        flops=lambda in_avals, out_avals, *, entry: jaxpr_flops(entry.inference.jaxpr))
 aot_call_p.abstract_eval = lambda *avals, entry: list(entry.inference.jaxpr.out_avals)
-aot_call_p.eager_impl = lambda entry: entry.inference
+aot_call_p.eager_impl = lambda entry: functools.partial(_run_on_copies_of_donated, entry.inference)
+
+
+def _run_on_copies_of_donated(program: Program, *vals):
+    # NOTE: bound under a transform, aot_call reads values its caller still holds (the snapshots of arguments
+    # share their buffers): the inference program must not delete them, so what it donates is a copy. Only the
+    # plain call of an aot function (transforms/aot.py, the jit boundary) donates buffers aotjax owns alone.
+    donated = set(program.jaxpr.meta.donate)
+    return program(*(jnp.copy(v) if i in donated else v for i, v in enumerate(vals)))
 register_lowering(aot_call_p, lambda *args, entry: eval_jaxpr_jax(entry.inference.jaxpr.jaxpr,
                                                                   entry.inference.jaxpr.consts, args))
 

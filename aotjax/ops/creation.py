@@ -14,14 +14,14 @@ from jax import lax
 
 from aotjax.core.avals import python_scalar_dtype
 from aotjax.core.errors import ConcretizationError, ShapeError
-from aotjax.core.interpreter import Tracer
+from aotjax.core.interpreter import Tracer, find_top_trace
 from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters import hooks
 from aotjax.interpreters.eval import read
 from aotjax.interpreters.jvp import defjvp_zero
 from aotjax.ops._combinators import standard_primitive
-from aotjax.ops._frontend import convert, to_dtype
+from aotjax.ops._frontend import constants_made_inside, convert, to_dtype
 from aotjax.ops.layout import preserve_layout
 from aotjax.ops.promotion import category, default_float_dtype, default_int_dtype, is_float
 from aotjax.tensor import Tensor, method
@@ -126,9 +126,16 @@ def tensor(data, dtype=None) -> Tensor:
     dtype('float32')
     """
     dt = _dtype("tensor", dtype)
+    if isinstance(data, Tracer):  # a traced tensor: a copy is a new value of the same program
+        return convert(data, dt) if dt is not None and dt != data.dtype else data.clone()
+    t = _from_data(data, dt)
+    if find_top_trace(()).main.level:  # a constant of the program being traced
+        constants_made_inside.add(t._storage)
+    return t
+
+
+def _from_data(data, dt: np.dtype | None) -> Tensor:
     if isinstance(data, Tensor):
-        if isinstance(data, Tracer):  # a traced tensor: a copy is a new value of the same program
-            return convert(data, dt) if dt is not None and dt != data.dtype else data.clone()
         data = read(data)
         return Tensor._wrap(jnp.array(data, dtype=dt, copy=True))
     if isinstance(data, jax.Array) and not isinstance(data, jax.core.Tracer):

@@ -25,7 +25,7 @@ import jax
 from aotjax.core import views
 from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
 from aotjax.core.avals import ShapedArray, get_aval
-from aotjax.core.interpreter import below
+from aotjax.core.interpreter import Tracer, below
 from aotjax.core.interpreter import bind as _bind
 from aotjax.core.primitive import all_primitives
 from aotjax.interpreters.eval import read, write
@@ -108,8 +108,7 @@ def group_inputs(leaves: list, scalars: bool = False) -> list[InputGroup]:
     for i, x in enumerate(leaves):
         if isinstance(x, _SCALARS) and not scalars:
             continue
-        storage = x._storage if isinstance(x, Tensor) else None
-        key = id(storage) if storage is not None else id(x)
+        key = views.storage_key(x)
         g = by_key.get(key)
         if g is None:
             g = by_key[key] = InputGroup([x], [[i]], [()])
@@ -134,8 +133,11 @@ def enter(trace, groups: list[InputGroup], base_values: list, leaves: list) -> l
     """The inside's flat arguments: functional tensors of `trace`, one storage per group holding
     `base_values[g]` (a value of the levels below), each object viewed through its chain."""
     inner = list(leaves)
+    trace.arguments = {}
     for gi, (g, base) in enumerate(zip(groups, base_values, strict=True)):
         storage = FunctionalStorage(base, origin=gi, immutable=None if g.is_tensor else g.what)
+        if g.is_tensor:
+            _map_captured(trace.arguments, g, storage)
         for obj, chain, idxs in zip(g.objects, g.chains, g.leaves, strict=True):
             strides, offset = (obj._strides, obj._offset) if isinstance(obj, Tensor) else (None, 0)
             aval = get_aval(base) if not g.synthetic else get_aval(obj)
@@ -143,6 +145,17 @@ def enter(trace, groups: list[InputGroup], base_values: list, leaves: list) -> l
             for i in idxs:
                 inner[i] = t
     return inner
+
+
+def _map_captured(arguments: dict, g: InputGroup, storage: FunctionalStorage) -> None:
+    """A tensor the function captures that shares memory with group `g` is read through its storage: keyed by
+    the group's storage, and by whatever an enclosing transform maps onto the group's argument."""
+    x = g.objects[0]
+    base_chain = () if g.synthetic else x._chain
+    arguments[views.storage_key(x)] = (storage, base_chain)
+    if isinstance(x, Tracer):
+        for key, chain in x._trace.argument_keys(x):
+            arguments.setdefault(key, (storage, chain + base_chain))
 
 
 # -- what the body did -----------------------------------------------------------------------------
@@ -167,7 +180,8 @@ class Slot(enum.Enum):
 class OutSpec:
     """What an output leaf is: `INPUT` (the object itself: group `index`, object `obj`), `ALIAS` (a view
     of input group `index`'s base through `chain`), `BASE` (a view of intermediate base number `index`
-    through `chain`; `()` is the base itself, a new value), or `CONST` (`value`, returned as it is)."""
+    through `chain`; `()` is the base itself, a new value), or `CONST` (`value`, returned as it is, or
+    its view through `chain`: a tensor the function captured)."""
 
     kind: OutKind
     index: int = 0
@@ -244,6 +258,8 @@ class BoundaryMeta:
             if not spec.chain and shared == 1:
                 return "a new value"
             return f"a view of intermediate base #{spec.index}: {views.chain_str(spec.chain)}"
+        if spec.chain:
+            return f"a view of a captured tensor: {views.chain_str(spec.chain)}"
         return f"a constant ({type(spec.value).__name__})"
 
     def _repr_pretty_(self, p, cycle):
@@ -285,6 +301,8 @@ def collect(trace, groups: list[InputGroup], inner: list, out_leaves: list, out_
             outputs.append(OutSpec(OutKind.INPUT, gi, oi))
         elif o._storage.origin is not None and storages[o._storage.origin] is o._storage:
             outputs.append(OutSpec(OutKind.ALIAS, o._storage.origin, chain=o._chain, layout=(o._strides, o._offset)))
+        elif o._storage.captured:  # NOTE: a view of a captured tensor is a view of it at every call, as in eager
+            outputs.append(OutSpec(OutKind.CONST, value=o._storage.base, chain=o._chain))
         else:
             k = base_index.get(id(o._storage))
             if k is None:
@@ -367,7 +385,7 @@ def apply(meta: BoundaryMeta, leaves: list, new_bases: list, bases: list, wrap=N
         if kind is OutKind.INPUT:
             outs.append(leaves[groups[spec.index].leaves[spec.obj][0]])
         elif kind is OutKind.CONST:
-            outs.append(spec.value)
+            outs.append(views.apply_chain(_bind, spec.value, spec.chain) if spec.chain else spec.value)
         else:
             base = base_objs[spec.index] if kind is OutKind.BASE else group_base(groups[spec.index], leaves)
             out = views.apply_chain(_bind, base, spec.chain) if spec.chain else base

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
 from aotjax.core.avals import get_aval
-from aotjax.core.interpreter import Tracer
+from aotjax.core.interpreter import Tracer, find_top_trace
 from aotjax.tensor import Tensor
 
 
@@ -42,9 +42,16 @@ def call_key(leaves: list) -> tuple | None:
     return tuple(sig)
 
 
+def under_transform() -> bool:
+    """Whether a transform is tracing the caller: a compiled function called then with eager arguments only
+    (tensors its caller captured) must be traced into the caller's program, not run now, once."""
+    return find_top_trace(()).main.level > 0
+
+
 def hashable_statics(statics: tuple, positions: tuple = (), what: str = "jit") -> tuple:
-    """Static arguments (at `positions` of the call, when given) as a cache key; an unhashable one is a
-    clear error."""
+    """Static arguments (at `positions` of the call, when given) as a cache key, each with its type (and the
+    types inside tuples): `2`, `2.0` and `True` are equal in Python but trace different programs (`int_tensor
+    * 2` is an int tensor, `int_tensor * 2.0` a float one). An unhashable one is a clear error."""
     try:
         hash(statics)
     except TypeError:
@@ -55,7 +62,13 @@ def hashable_statics(statics: tuple, positions: tuple = (), what: str = "jit") -
                 raise TypeError(f"{what}: static arguments must be hashable (use tuples, not lists or dicts); "
                                 f"argument {i} is a {type(s).__name__}") from None
         raise
-    return statics
+    return _typed(statics)
+
+
+def _typed(x):
+    if isinstance(x, tuple):
+        return type(x), tuple(_typed(e) for e in x)
+    return type(x), x
 
 
 def abstract_key(leaves: list) -> tuple:

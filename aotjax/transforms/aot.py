@@ -271,7 +271,7 @@ class Aot(Jitted):
         leaves, in_tree, statics = self._split(args, kwargs)
         statics = guards.hashable_statics(statics) if statics else ()
         signature = guards.call_key(leaves)
-        if signature is not None:  # eager arguments: the inference program, boundary restored
+        if signature is not None and not guards.under_transform():  # eager: the inference program, boundary restored
             entry = self._entry(args, kwargs, (in_tree, statics, signature, self.checks_enabled))
             return entry.plain.run(leaves, entry.plain.fn)
         entry = self._entry(args, kwargs, (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled))

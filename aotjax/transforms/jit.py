@@ -150,7 +150,7 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         leaves, in_tree, statics = self._split(args, kwargs)
         signature = guards.call_key(leaves)
-        if signature is None:
+        if signature is None or guards.under_transform():
             # NOTE: under another transform the body is inlined into it, functionalized (checked if asked to).
             with emit_checks(self.checks) if self.checks is not None else contextlib.nullcontext():
                 return functionalize(self.fun, self.static_argnums)(*args, **kwargs)

@@ -6,6 +6,7 @@ from typing import Any, Callable, Sequence
 
 import jax
 
+from aotjax.core import views
 from aotjax.core.avals import PYTHON_SCALARS, ShapedArray, canonicalize_dtype, python_scalar_dtype
 from aotjax.core.checks import emit_checks
 from aotjax.core.interpreter import full_raise, new_main
@@ -50,6 +51,7 @@ def trace_to_jaxpr(fun: Callable, args: Sequence, kwargs: dict, static_argnums: 
         trace = main.trace
         in_tracers = [trace.builder.new_arg(trace, *input_aval(x)) for x in leaves]
         invars = [t._var for t in in_tracers]
+        _note_arguments(trace.builder, leaves, in_tracers)
         dyn_t, kwargs_t = jax.tree_util.tree_unflatten(in_tree, in_tracers)
         out = fun(*merge(dyn_t), **kwargs_t)
         out_leaves, out_tree = jax.tree_util.tree_flatten(out)
@@ -57,6 +59,17 @@ def trace_to_jaxpr(fun: Callable, args: Sequence, kwargs: dict, static_argnums: 
         closed = trace.builder.build(invars, out_tracers)
     closed.in_tree, closed.out_tree = in_tree, out_tree
     return closed
+
+
+def _note_arguments(builder: JaxprBuilder, leaves: list, tracers: list) -> None:
+    """What the trace must know of the tensor arguments: their memory (a captured tensor sharing it is read through
+    them) and which are the same tensor passed more than once (their views cannot change: one input each)."""
+    seen: dict = {}
+    for x, t in zip(leaves, tracers):
+        if isinstance(x, Tensor):
+            builder.arguments.setdefault(views.storage_key(x), []).append((t, x._chain))
+            seen.setdefault(id(x), []).append(t)
+    builder.passed_twice = {id(t) for ts in seen.values() if len(ts) > 1 for t in ts}
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False):
