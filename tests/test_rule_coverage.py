@@ -27,6 +27,7 @@ TRANSPOSE_TESTED_ELSEWHERE = {
     "checkpoint": "transposed through its body: tests/test_checkpoint.py",
     "aot_lin": "its transpose is the compiled backward: tests/test_aot.py",
     "custom_lin": "its transpose is the user's bwd: tests/test_custom_derivatives.py",
+    "scan": "transposed through its body: tests/test_scan.py (the dot-product test of a linear scan)",
 }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -153,12 +153,30 @@ class ClosedJaxpr:
         p.text(str(self))
 
 
+class DceRule(Protocol):
+    """`rule(eqn, used_outputs) -> eqn`: equation `eqn` (of a higher-order primitive) with what produces its unused
+    outputs removed (`used_outputs[k]` says whether output k is read); the new equation may drop unused outputs and
+    the operands nothing then reads (a loop's dead carries, a branch's dead results). Its outputs must be a subset of
+    `eqn.outputs` (the same `Var` objects) that includes every used one."""
+
+    def __call__(self, eqn: "Eqn", used_outputs: list[bool]) -> "Eqn": ...
+
+
+# NOTE: filled by the op families beside their higher-order primitives (`aotjax.ops.control_flow`); core knows no op.
+dce_rules: dict[Any, DceRule] = {}
+
+
 def dce(eqns: list[Eqn], outvars: list) -> list[Eqn]:
-    """The equations `outvars` need, in order (equations are pure: the others can go)."""
+    """The equations `outvars` need, in order (equations are pure: the others can go). An equation of a primitive
+    with a rule in `dce_rules` is pruned inside too (a loop's unused carries and results)."""
     live = {id(a) for a in outvars if isinstance(a, Var)}
     kept = []
     for eqn in reversed(eqns):
-        if any(id(v) in live for v in eqn.outputs):
+        used = [id(v) in live for v in eqn.outputs]
+        if any(used):
+            rule = dce_rules.get(eqn.primitive)
+            if rule is not None:
+                eqn = rule(eqn, used)
             kept.append(eqn)
             live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
     return kept[::-1]

@@ -153,6 +153,9 @@ class Primitive:
         self.print_rule: Callable[[dict], dict] | None = None
         # `(**params) -> callable on arrays`: how eager mode runs it, when not by jitting its lowering rule
         self.eager_impl: Callable[..., Callable] | None = None
+        # NOTE: False for a primitive whose params are made anew at each use (a loop's traced body): eager mode then
+        # compiles it for that use alone, rather than keeping every executable alive in its cache.
+        self.cache_eager = True
         if kind is Kind.MUTATION and not mutates:
             raise ValueError(f"mutation primitive '{name}' must declare the operands it writes")
         _registry.append(self)

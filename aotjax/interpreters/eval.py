@@ -33,9 +33,9 @@ def impl(prim: Primitive, vals, params: dict):
     fn = _jitted.get(key)
     if fn is None:
         make = prim.eager_impl  # NOTE: a call of an already compiled program runs that program as it is
-        # NOTE: threads: one built twice at worst, cached whole (`setdefault`), never half-made.
-        fn = _jitted.setdefault(key, make(**params) if make is not None else jax.jit(
-            functools.partial(lowering_rule(prim), **params)))
+        fn = make(**params) if make is not None else jax.jit(functools.partial(lowering_rule(prim), **params))
+        if prim.cache_eager:
+            fn = _jitted.setdefault(key, fn)  # NOTE: threads: one built twice at worst, cached whole, never half-made
     try:
         return fn(*vals)
     except AotjaxError:

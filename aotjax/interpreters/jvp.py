@@ -17,15 +17,17 @@ from typing import Any, Callable, Protocol, Sequence
 
 from aotjax.core.avals import PYTHON_SCALARS, ShapedArray, get_aval, scalar_literal
 from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
+from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Trace, Tracer, full_raise, new_main, rules_of
 from aotjax.core.primitive import Kind, Primitive
 from aotjax.core.source_info import where
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate, is_differentiable
+from aotjax.interpreters.trace import trace_flat
 from aotjax.tensor import Tensor
 
 __all__ = ["JvpRule", "jvp_rules", "JVPTracer", "JVPTrace", "jvp_flat", "defjvp", "defjvp2", "deflinear",
-           "defjvp_zero", "zeros_like_aval", "broadcast_tangent", "sum_tangents"]
+           "defjvp_zero", "zeros_like_aval", "broadcast_tangent", "sum_tangents", "jvp_jaxpr"]
 
 
 class JvpRule(Protocol):
@@ -197,3 +199,39 @@ def defjvp_zero(prim: Primitive) -> None:
         outs = out if prim.multiple_results else [out]
         return outs, [Zero(get_aval(o)) for o in outs]
     jvp_rules[prim] = rule
+
+
+# -- sub-programs (the rules of higher-order primitives) -------------------------------------------------
+_instantiate = instantiate  # NOTE: `jvp_jaxpr`'s parameter of that name (JAX's) shadows it there
+
+
+def jvp_jaxpr(jaxpr, nonzeros: Sequence[bool], instantiate: bool | Sequence[bool] = False):
+    """The jvp of pure program `jaxpr` (a `ClosedJaxpr`) with nonzero tangents for the inputs marked `nonzeros`:
+    `(jvp_jaxpr, out_nonzeros)`. `jvp_jaxpr` takes the primals then the tangents of the marked inputs and returns
+    the primal outputs then the tangents of the outputs marked in `out_nonzeros` (those whose tangent is not a
+    known zero, or that `instantiate` asks for: one flag, or one per output). What loops and branches build their
+    jvp from (`aotjax.ops.control_flow`); integer and bool inputs and outputs never have a tangent."""
+    n = len(nonzeros)
+    avals = list(jaxpr.in_avals)
+    nonzeros = [nz and is_differentiable(a.dtype) for nz, a in zip(nonzeros, avals, strict=True)]
+    m = len(jaxpr.out_avals)
+    inst = [instantiate] * m if isinstance(instantiate, bool) else list(instantiate)
+    out_nonzeros: list[bool] = []
+
+    def fun(*args):
+        tangents = iter(args[n:])
+        with new_main(JVPTrace) as main:
+            trace = main.trace
+            in_tracers = [JVPTracer(trace, p, next(tangents) if nz else Zero(a))
+                          for p, nz, a in zip(args[:n], nonzeros, avals)]
+            outs = [full_raise(trace, o) for o in eval_jaxpr(jaxpr, *in_tracers)]
+            primals = [t.primal for t in outs]
+            tangents_out = [t.tangent for t in outs]
+        tangents_out = [_instantiate(t) if i and is_differentiable(t.aval.dtype) else t
+                        for t, i in zip(tangents_out, inst, strict=True)]
+        out_nonzeros[:] = [not isinstance(t, Zero) for t in tangents_out]
+        return [*primals, *(t for t in tangents_out if not isinstance(t, Zero))]
+
+    closed = trace_flat(fun, avals + [a for a, nz in zip(avals, nonzeros) if nz])
+    return closed, list(out_nonzeros)
+

@@ -27,15 +27,17 @@ from typing import Any, Callable, NamedTuple, Protocol, Sequence
 
 from aotjax.core.avals import ShapedArray, aval_of_value, get_aval, scalar_literal
 from aotjax.core.errors import UnsupportedError
+from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Trace, Tracer, below, full_raise, new_main
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, JaxprMeta, Literal, Var, dce
 from aotjax.core.primitive import Kind, Primitive, abstract_eval
 from aotjax.core.source_info import SourceInfo, user_source_info, where
 from aotjax.core.typecheck import typecheck, typecheck_enabled
+from aotjax.interpreters.trace import trace_flat
 from aotjax.tensor import Tensor, record_layout
 
 __all__ = ["PartialVal", "PartialEvalTracer", "PartialEvalTrace", "PartialEvalRule", "partial_eval_rules",
-           "ResidualSource", "partial_eval_flat"]
+           "ResidualSource", "partial_eval_flat", "SplitJaxpr", "partial_eval_jaxpr"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,3 +246,51 @@ def partial_eval_flat(fun: Callable[..., Sequence], pvals_in: Sequence[PartialVa
     if typecheck_enabled():
         typecheck(jaxpr)
     return jaxpr, [t.pval for t in out_tracers], residuals
+
+
+# -- sub-programs (the rules of higher-order primitives) -------------------------------------------------
+@dataclass
+class SplitJaxpr:
+    """A pure program split by `partial_eval_jaxpr`: `known` takes the known inputs and returns the known outputs
+    then the residuals; `unknown` takes the residuals then the unknown inputs and returns the unknown outputs
+    (`out_unknowns` marks them). `residual_inputs[r]` is the index of the input residual `r` is (a known input
+    passed straight through, which a loop forwards rather than saves), or None; `residual_sources[r]` says where
+    it was computed."""
+
+    known: ClosedJaxpr
+    unknown: ClosedJaxpr
+    out_unknowns: list[bool]
+    residual_inputs: list[int | None]
+
+    @property
+    def num_res(self) -> int:
+        return len(self.residual_inputs)
+
+    @property
+    def residual_sources(self) -> tuple:
+        return self.unknown.meta.residual_sources
+
+
+def partial_eval_jaxpr(jaxpr: ClosedJaxpr, unknowns: Sequence[bool],
+                       instantiate: bool | Sequence[bool] = False) -> SplitJaxpr:
+    """Split pure program `jaxpr` into the part computable from the inputs not marked in `unknowns` and the rest
+    (see `SplitJaxpr`); `instantiate` (one flag, or one per output) makes known outputs unknown. What loops and
+    branches build their partial evaluation from (`aotjax.ops.control_flow`)."""
+    avals = list(jaxpr.in_avals)
+    split: dict = {}
+
+    def known_part(*known_vals):
+        it = iter(known_vals)
+        pvals = [PartialVal.unknown(a) if uk else PartialVal.known(next(it))
+                 for a, uk in zip(avals, unknowns, strict=True)]
+        unknown, pvals_out, residuals = partial_eval_flat(lambda *a: eval_jaxpr(jaxpr, *a), pvals, instantiate)
+        split.update(unknown=unknown, out_unknowns=[not pv.is_known for pv in pvals_out], n_res=len(residuals))
+        return [pv.const for pv in pvals_out if pv.is_known] + residuals
+
+    known = trace_flat(known_part, [a for a, uk in zip(avals, unknowns) if not uk])
+    known_index = [i for i, uk in enumerate(unknowns) if not uk]
+    invar_index = {id(v): known_index[k] for k, v in enumerate(known.jaxpr.invars)}
+    n_res = split["n_res"]
+    res_vars = known.jaxpr.outvars[len(known.jaxpr.outvars) - n_res:]
+    residual_inputs = [invar_index.get(id(v)) if isinstance(v, Var) else None for v in res_vars]
+    return SplitJaxpr(known, split["unknown"], split["out_unknowns"], residual_inputs)

@@ -1,0 +1,21 @@
+"""Control flow with JAX's names and signatures (`jax.lax`), on aotjax tensors: `scan`, `cond`, `switch`,
+`while_loop`, `fori_loop`, `map`. Each is one higher-order primitive (`aotjax.ops.control_flow`) that works
+eagerly (one compiled loop) and under every transform, with PyTorch's meaning of in-place writes inside."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from aotjax.ops.control_flow import scan
+
+__all__ = ["scan", "map"]
+
+
+def map(f: Callable, xs: Any):
+    """`f` applied to each slice of `xs` along its leading axis, the results stacked: JAX's `lax.map`, a `scan`
+    with no carry (one compiled body, not a Python loop).
+
+    >>> aotjax.lax.map(lambda x: x.sum(), aotjax.ones(3, 2))
+    tensor([2., 2., 2.])
+    """
+    _, ys = scan(lambda carry, x: (carry, f(x)), (), xs)
+    return ys

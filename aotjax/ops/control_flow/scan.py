@@ -1,0 +1,513 @@
+"""`scan`: a loop over the leading axis of its `xs`, carrying state, as one higher-order primitive.
+
+`scan_p` has operands `consts, init, xs` (`num_consts`, `num_carry`, the rest) and param `jaxpr`, the body
+`(consts, carry, x) -> (carry, y)` (pure, no constants); its results are the final carry then the `ys`, each
+stacked along a new leading axis of `length`. JAX's `lax.scan` is the model; its rules, all here:
+
+- lowering: `jax.lax.scan` (so eager mode runs one compiled loop, not a Python loop), honouring `unroll`;
+- jvp: a fixed point on which carries have nonzero tangents, then one scan of the body's jvp;
+- partial evaluation (how `grad` and `aot` split the loop): a fixed point on which carries are unknown, then a
+  **known** scan computing the known results and the residuals of each iteration, stacked along the leading
+  axis, and an **unknown** scan reading them. A residual that is a loop constant or an `xs` slice is
+  forwarded (the unknown scan reads the operand itself: no stacked copy of a weight the body captures), and
+  a residual computed from loop constants alone is hoisted out of the loop and computed once;
+- transpose: a scan in the other direction whose carry accumulates the constants' cotangents;
+- dead-code elimination: a fixed point on the carries something reads; unused results and operands go.
+
+The frontend (`scan`) traces the body once, functionalized (`aotjax.ops.control_flow._body`), and restores
+PyTorch's eager meaning around the pure primitive: the carry is fresh (the caller's `init` is never written),
+the body's `x` is a view of `xs[i]` (a write into it goes through to the caller's `xs`), and a tensor the
+body captures and writes is carried through the loop and written back to the caller.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from aotjax.core import views
+from aotjax.core.avals import ShapedArray, get_aval
+from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
+from aotjax.core.eval_jaxpr import eval_jaxpr
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules
+from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
+from aotjax.core.source_info import user_source_info, where
+from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate, is_differentiable
+from aotjax.interpreters.jvp import jvp_jaxpr, jvp_rules
+from aotjax.interpreters.lowering import eval_jaxpr_jax, register_lowering
+from aotjax.interpreters.partial_eval import ResidualSource, partial_eval_jaxpr, partial_eval_rules
+from aotjax.interpreters.trace import trace_flat
+from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass, is_undefined, transpose_rules
+from aotjax.ops._frontend import as_tensor
+from aotjax.ops.control_flow._body import describe_path, trace_body, write_back
+from aotjax.ops.creation import full
+from aotjax.tensor import Tensor
+
+__all__ = ["scan", "scan_p"]
+
+
+# NOTE: a loop is saved rather than recomputed (its cost is `length` bodies); it is linear in the operands its
+# body is linear in.
+scan_p = Primitive("scan", multiple_results=True, recompute=Recompute.EXPENSIVE, linear=True,
+                   flops=lambda in_avals, out_avals, *, jaxpr, length, **_: length * jaxpr_flops(jaxpr))
+scan_p.cache_eager = False  # NOTE: each traced body is a new program: never cache its eager executable
+
+
+def _split(seq, *sizes):
+    out, i = [], 0
+    for n in sizes:
+        out.append(list(seq[i:i + n]))
+        i += n
+    out.append(list(seq[i:]))
+    return out
+
+
+def _scan_abstract_eval(*avals, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int, reverse: bool,
+                        unroll: int):
+    consts, init, xs = _split(avals, num_consts, num_carry)
+    body_in = jaxpr.in_avals
+    expected = [*body_in[:num_consts + num_carry], *(ShapedArray((length, *a.shape), a.dtype)
+                                                      for a in body_in[num_consts + num_carry:])]
+    got = [*consts, *init, *xs]
+    if len(got) != len(expected) or any(g.shape != e.shape or g.dtype != e.dtype for g, e in zip(got, expected)):
+        raise TypeError(f"scan: operands {', '.join(a.str_short() for a in got)} do not match the body's inputs "
+                        f"{', '.join(a.str_short() for a in expected)}")
+    outs = jaxpr.out_avals
+    return [*outs[:num_carry], *(ShapedArray((length, *a.shape), a.dtype) for a in outs[num_carry:])]
+
+
+def _scan_lower(*args, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int, reverse: bool,
+                unroll: int):
+    in_avals = jaxpr.in_avals
+    args = [jnp.asarray(a, dtype=a_dtype) for a, a_dtype in
+            zip(args, [a.dtype for a in in_avals[:num_consts + num_carry]] +
+                [a.dtype for a in in_avals[num_consts + num_carry:]], strict=True)]
+    consts, init, xs = _split(args, num_consts, num_carry)
+
+    def body(carry, x):
+        outs = eval_jaxpr_jax(jaxpr.jaxpr, jaxpr.consts, [*consts, *carry, *x])
+        return outs[:num_carry], outs[num_carry:]
+
+    carry, ys = jax.lax.scan(body, init, xs, length=length, reverse=reverse, unroll=unroll)
+    return [*carry, *ys]
+
+
+def _permuted(closed: ClosedJaxpr, in_order, out_order) -> ClosedJaxpr:
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, [j.invars[i] for i in in_order], j.eqns, [j.outvars[i] for i in out_order]),
+                       closed.consts)
+
+
+def _diff(flags, avals):
+    return [f and is_differentiable(a.dtype) for f, a in zip(flags, avals, strict=True)]
+
+
+# -- jvp ---------------------------------------------------------------------------------------------------
+def _scan_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int, reverse: bool,
+              unroll: int):
+    in_avals = jaxpr.in_avals
+    nz = _diff([not isinstance(t, Zero) for t in tangents], in_avals)
+    const_nz, init_nz, xs_nz = _split(nz, num_consts, num_carry)
+    num_ys = len(jaxpr.out_avals) - num_carry
+    carry_nz = init_nz
+    for _ in range(num_carry + 1):
+        _, out_nz = jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, instantiate=carry_nz + [False] * num_ys)
+        new = _diff([a or b for a, b in zip(carry_nz, out_nz[:num_carry])], in_avals[num_consts:num_consts + num_carry])
+        if new == carry_nz:
+            break
+        carry_nz = new
+    jj, out_nz = jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, instantiate=carry_nz + [False] * num_ys)
+    ys_nz = out_nz[num_carry:]
+    n_in = len(primals)
+    nzs = const_nz + carry_nz + xs_nz
+    tangent_pos = {}
+    for i, f in enumerate(nzs):
+        if f:
+            tangent_pos[i] = n_in + len(tangent_pos)
+    groups = [range(0, num_consts), range(num_consts, num_consts + num_carry), range(num_consts + num_carry, n_in)]
+    in_order = []
+    for g in groups:
+        in_order += list(g) + [tangent_pos[i] for i in g if i in tangent_pos]
+    m = len(jaxpr.out_avals)
+    n_ct = sum(carry_nz)
+    out_order = [*range(num_carry), *range(m, m + n_ct), *range(num_carry, m), *range(m + n_ct, m + n_ct + sum(ys_nz))]
+    body = _permuted(jj, in_order, out_order)
+
+    def tangent(i):
+        t = tangents[i]
+        return instantiate(t, in_avals[i]) if isinstance(t, Zero) else t
+
+    operands = []
+    for g in groups:
+        operands += [primals[i] for i in g] + [tangent(i) for i in g if nzs[i]]
+    outs = scan_p.bind(*operands, jaxpr=body, num_consts=num_consts + sum(const_nz), num_carry=num_carry + n_ct,
+                       length=length, reverse=reverse, unroll=unroll)
+    carry, carry_t, ys, ys_t = _split(outs, num_carry, n_ct, num_ys)
+    carry_t, ys_t = iter(carry_t), iter(ys_t)
+    out_avals = [*jaxpr.out_avals[:num_carry], *(ShapedArray((length, *a.shape), a.dtype)
+                                                  for a in jaxpr.out_avals[num_carry:])]
+    t_out = [next(carry_t) if f else Zero(out_avals[k]) for k, f in enumerate(carry_nz)]
+    t_out += [next(ys_t) if f else Zero(out_avals[num_carry + k]) for k, f in enumerate(ys_nz)]
+    return [*carry, *ys], t_out
+
+
+# -- partial evaluation -----------------------------------------------------------------------------------
+def _scan_partial_eval(trace, tracers, *, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int,
+                       reverse: bool, unroll: int):
+    params = dict(jaxpr=jaxpr, num_consts=num_consts, num_carry=num_carry, length=length, reverse=reverse,
+                  unroll=unroll)
+    uk = [not t.pval.is_known for t in tracers]
+    const_uk, init_uk, xs_uk = _split(uk, num_consts, num_carry)
+    num_ys = len(jaxpr.out_avals) - num_carry
+    carry_uk = init_uk
+    for _ in range(num_carry + 1):
+        split = partial_eval_jaxpr(jaxpr, const_uk + carry_uk + xs_uk, instantiate=carry_uk + [False] * num_ys)
+        new = [a or b for a, b in zip(carry_uk, split.out_unknowns[:num_carry])]
+        if new == carry_uk:
+            break
+        carry_uk = new
+    if all(const_uk + carry_uk + xs_uk):
+        return trace.record(scan_p, [trace.instantiate(t) for t in tracers], params)
+    ys_uk = split.out_unknowns[num_carry:]
+    n_known_out = sum(1 for u in split.out_unknowns if not u)
+    K = split.known.jaxpr
+    kin_consts = K.invars[:sum(1 for u in const_uk if not u)]
+    res_vars = K.outvars[n_known_out:]
+    source = user_source_info()
+
+    # classify the residuals: forwarded operands, loop invariants (hoisted), stacked per iteration
+    invariant = _invariant_vars(K, kin_consts)
+    kinds = []
+    for v, j in zip(res_vars, split.residual_inputs, strict=True):
+        if j is not None and j < num_consts:
+            kinds.append(("const", j))
+        elif j is not None and j >= num_consts + num_carry:
+            kinds.append(("xs", j))
+        elif isinstance(v, Var) and id(v) in invariant:
+            kinds.append(("hoisted", None))
+        else:
+            kinds.append(("stacked", None))
+    known_tracers = [t for t, u in zip(tracers, const_uk + carry_uk + xs_uk) if not u]
+    known_vals = [t.pval.const for t in known_tracers]
+    n_kc = sum(1 for u in const_uk if not u)
+    sources = split.residual_sources
+
+    hoisted_vars = [v for v, (k, _) in zip(res_vars, kinds) if k == "hoisted"]
+    hoisted_vals = []
+    if hoisted_vars:
+        H = ClosedJaxpr(Jaxpr(K.constvars, kin_consts, dce(K.eqns, hoisted_vars), hoisted_vars), split.known.consts)
+        hoisted_vals = eval_jaxpr(H, *known_vals[:n_kc])
+    stacked_vars = [v for v, (k, _) in zip(res_vars, kinds) if k == "stacked"]
+    known_outs = K.outvars[:n_known_out]
+    for k, v in enumerate(stacked_vars):
+        if isinstance(v, Var):
+            v.hint = v.hint or f"residual[{k}]"
+    K2 = ClosedJaxpr(Jaxpr(K.constvars, K.invars, dce(K.eqns, known_outs + stacked_vars), known_outs + stacked_vars),
+                     split.known.consts)
+    n_kcarry = sum(1 for u in carry_uk if not u)
+    if known_outs or stacked_vars:
+        k_outs = scan_p.bind(*known_vals, jaxpr=K2, num_consts=n_kc, num_carry=n_kcarry, length=length,
+                             reverse=reverse, unroll=unroll)
+    else:
+        k_outs = []
+    known_results, stacked_vals = k_outs[:n_known_out], k_outs[n_known_out:]
+
+    # the unknown scan: [intensive residuals, unknown consts] [unknown carry] [unknown xs, extensive residuals]
+    U = split.unknown.jaxpr
+    n_res = split.num_res
+    res_in, rest_in = U.invars[:n_res], U.invars[n_res:]
+    uk_consts_in, uk_carry_in, uk_xs_in = _split(rest_in, sum(const_uk), sum(carry_uk))
+    intensive, extensive, int_vals, ext_vals = [], [], [], []
+    h_it, s_it = iter(hoisted_vals), iter(stacked_vals)
+    for r, (kind, j) in enumerate(kinds):
+        src = sources[r] if r < len(sources) else ResidualSource(None, None)
+        if kind == "const":
+            intensive.append(res_in[r])
+            int_vals.append(tracers[j])
+        elif kind == "hoisted":
+            intensive.append(res_in[r])
+            int_vals.append(trace.known(next(h_it), ResidualSource(src.primitive, src.source_info)))
+        elif kind == "xs":
+            extensive.append(res_in[r])
+            ext_vals.append(tracers[j])
+        else:
+            extensive.append(res_in[r])
+            what = f"{src.primitive or 'value'} (scan residual, stacked over {length} iterations)"
+            ext_vals.append(trace.known(next(s_it), ResidualSource(what, src.source_info or source)))
+    U2 = ClosedJaxpr(Jaxpr(U.constvars, [*intensive, *uk_consts_in, *uk_carry_in, *uk_xs_in, *extensive], U.eqns,
+                           U.outvars), split.unknown.consts)
+    uk_tracers = [trace.instantiate(t) for t, u in zip(tracers, const_uk + carry_uk + xs_uk) if u]
+    uc, ucarry, uxs = _split(uk_tracers, sum(const_uk), sum(carry_uk))
+    u_outs = trace.record(scan_p, [*int_vals, *uc, *ucarry, *uxs, *ext_vals],
+                          dict(jaxpr=U2, num_consts=len(int_vals) + len(uc), num_carry=len(ucarry), length=length,
+                               reverse=reverse, unroll=unroll))
+    k_it, u_it = iter(known_results), iter(u_outs)
+    out_uk = carry_uk + ys_uk
+    known_source = ResidualSource("scan", source)
+    return [next(u_it) if u else trace.known(next(k_it), known_source) for u in out_uk]
+
+
+def _invariant_vars(jaxpr: Jaxpr, const_vars) -> set:
+    """Ids of the variables of `jaxpr` computed from `const_vars` (and literals) alone: loop invariants."""
+    inv = {id(v) for v in const_vars} | {id(v) for v in jaxpr.constvars}
+    for eqn in jaxpr.eqns:
+        if eqn.inputs and all(not isinstance(a, Var) or id(a) in inv for a in eqn.inputs):
+            inv.update(id(v) for v in eqn.outputs)
+    return inv - {id(v) for v in const_vars}
+
+
+# -- transpose --------------------------------------------------------------------------------------------
+def _scan_transpose(cts, *args, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int, reverse: bool,
+                    unroll: int):
+    in_avals = jaxpr.in_avals
+    consts, init, xs = _split(args, num_consts, num_carry)
+    const_lin = [is_undefined(a) for a in consts]
+    xs_lin = [is_undefined(a) for a in xs]
+    x_avals = in_avals[num_consts + num_carry:]
+    c_avals = in_avals[:num_consts]
+    carry_avals = in_avals[num_consts:num_consts + num_carry]
+    y_avals = jaxpr.out_avals[num_carry:]
+    out_avals = [*jaxpr.out_avals[:num_carry], *(ShapedArray((length, *a.shape), a.dtype) for a in y_avals)]
+    cts = list(cts)
+    ct_carry = [instantiate(c, a) for c, a in zip(cts[:num_carry], out_avals[:num_carry])]
+    ct_ys = [instantiate(c, a) for c, a in zip(cts[num_carry:], out_avals[num_carry:])]
+    ires = [a for a, lin in zip(consts, const_lin) if not lin]
+    eres = [a for a, lin in zip(xs, xs_lin) if not lin]
+    lin_c_avals = [a for a, lin in zip(c_avals, const_lin) if lin]
+    n_ires, n_lc = len(ires), len(lin_c_avals)
+
+    def transposed_body(*vals):
+        ires_v, ct_consts, ct_c, ct_y, eres_v = _split(vals, n_ires, n_lc, num_carry, len(y_avals))
+        ir, er = iter(ires_v), iter(eres_v)
+        body_args = [UndefinedPrimal(a) if lin else next(ir) for a, lin in zip(c_avals, const_lin)]
+        body_args += [UndefinedPrimal(a) for a in carry_avals]
+        body_args += [UndefinedPrimal(a) if lin else next(er) for a, lin in zip(x_avals, xs_lin)]
+        cts_in = backward_pass(jaxpr, [], body_args, [*ct_c, *ct_y], instantiate=True)
+        c_lin, c_carry, c_xs = _split(cts_in, n_lc, num_carry)
+        return [*(add_tangents(a, b) for a, b in zip(ct_consts, c_lin, strict=True)), *c_carry, *c_xs]
+
+    t_avals = [get_aval(a) for a in ires] + lin_c_avals + carry_avals + list(y_avals) + [
+        a for a, lin in zip(x_avals, xs_lin) if not lin]
+    tj = trace_flat(transposed_body, t_avals)
+    zeros = [instantiate(Zero(a)) for a in lin_c_avals]
+    outs = scan_p.bind(*ires, *zeros, *ct_carry, *ct_ys, *eres, jaxpr=tj, num_consts=n_ires,
+                       num_carry=n_lc + num_carry, length=length, reverse=not reverse, unroll=unroll)
+    ct_consts, ct_init, ct_xs = _split(outs, n_lc, num_carry)
+    cc, cx = iter(ct_consts), iter(ct_xs)
+    result = [next(cc) if lin else None for lin in const_lin]
+    result += [ct if is_undefined(a) else None for a, ct in zip(init, ct_init)]
+    result += [next(cx) if lin else None for lin in xs_lin]
+    return result
+
+
+# -- dead code --------------------------------------------------------------------------------------------
+def _used_inputs(jaxpr: Jaxpr, used_outputs) -> list[bool]:
+    outs = [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+    read = {id(a) for e in dce(jaxpr.eqns, outs) for a in e.inputs} | {id(a) for a in outs}
+    return [id(v) in read for v in jaxpr.invars]
+
+
+def _scan_dce(eqn: Eqn, used_outputs: list[bool]) -> Eqn:
+    p = eqn.params
+    jaxpr, num_consts, num_carry = p["jaxpr"], p["num_consts"], p["num_carry"]
+    j = jaxpr.jaxpr
+    used_carry, used_ys = list(used_outputs[:num_carry]), list(used_outputs[num_carry:])
+    for _ in range(num_carry + 1):
+        used_in = _used_inputs(j, used_carry + used_ys)
+        new = [a or b for a, b in zip(used_carry, used_in[num_consts:num_consts + num_carry])]
+        if new == used_carry:
+            break
+        used_carry = new
+    used_consts, _, used_xs = _split(used_in, num_consts, num_carry)
+    keep_in = used_consts + used_carry + used_xs
+    keep_out = used_carry + used_ys
+    if all(keep_in) and all(keep_out):
+        return eqn
+    outvars = [v for v, k in zip(j.outvars, keep_out) if k]
+    body = ClosedJaxpr(Jaxpr(j.constvars, [v for v, k in zip(j.invars, keep_in) if k], dce(j.eqns, outvars), outvars),
+                       jaxpr.consts)
+    params = dict(p, jaxpr=body, num_consts=sum(used_consts), num_carry=sum(used_carry))
+    return Eqn(scan_p, [a for a, k in zip(eqn.inputs, keep_in) if k], [v for v, k in zip(eqn.outputs, keep_out) if k],
+               params, eqn.source_info)
+
+
+scan_p.abstract_eval = _scan_abstract_eval
+register_lowering(scan_p, _scan_lower)
+jvp_rules[scan_p] = _scan_jvp
+partial_eval_rules[scan_p] = _scan_partial_eval
+transpose_rules[scan_p] = _scan_transpose
+dce_rules[scan_p] = _scan_dce
+
+
+# -- the frontend -----------------------------------------------------------------------------------------
+def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,
+         unroll: int | bool = 1):
+    """Loop `f: (carry, x) -> (carry, y)` over the leading axis of `xs`, as JAX's `lax.scan`: returns the final
+    carry and the `y`s stacked. `init`, `xs` and the results are pytrees of tensors; the body is traced once,
+    so a 48-layer `scan(layer, h, stacked_weights)` is one compiled layer run 48 times, and differentiates and
+    compiles (`aot`) as a loop.
+
+    PyTorch's eager meaning holds inside the body, as for the Python loop `for i in range(n): carry, ys[i] =
+    f(carry, xs[i])`: the carry is the body's own (in-place ops on it are fine; the caller's `init` is never
+    written); `x` is a view of `xs[i]` (writing into it writes the caller's `xs`); a tensor the body captures
+    and writes in place is written with every iteration's effect.
+
+    >>> def step(h, x):
+    ...     h.mul_(0.5).add_(x)
+    ...     return h, h.sum()
+    >>> h, ys = aotjax.scan(step, aotjax.zeros(2), aotjax.ones(3, 2))
+    >>> h, ys
+    (tensor([1.75, 1.75]), tensor([2. , 3. , 3.5]))
+    """
+    init_paths, init_tree = jax.tree_util.tree_flatten_with_path(init)
+    init_leaves = [_operand(x, "init") for _, x in init_paths]
+    xs_leaves, xs_tree = jax.tree_util.tree_flatten(xs)
+    xs_leaves = [_operand(x, "xs") for x in xs_leaves]
+    length = _length(xs_leaves, length)
+    unroll = _unroll(unroll, length)
+    carry_avals = [get_aval(x) for x in init_leaves]
+    x_avals = [ShapedArray(x.shape[1:], x.dtype) for x in xs_leaves]
+    nc = len(init_leaves)
+    y_tree = []
+
+    def flat_body(*args):
+        carry = jax.tree_util.tree_unflatten(init_tree, args[:nc])
+        x = jax.tree_util.tree_unflatten(xs_tree, args[nc:])
+        out = f(carry, x)
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise TypeError(f"scan: the body must return a pair (carry, y), got {_kind(out)}{where()}")
+        new_carry, y = out
+        leaves = _check_carry(new_carry, init_tree, init_paths, carry_avals)
+        y_leaves, tree = jax.tree_util.tree_flatten(y)
+        y_tree.append(tree)
+        return [*leaves, *(as_tensor(v) for v in y_leaves)]
+
+    strides = [getattr(x, "_strides", None) for x in init_leaves] + [_slice_strides(x) for x in xs_leaves]
+    body = trace_body(flat_body, carry_avals + x_avals, "scan body", strides)
+    written_x = [i - nc for i in body.written_inputs if i >= nc]
+    _check_captured_aliasing(body, xs_leaves, written_x)
+    _check_xs_aliasing(xs_leaves, written_x)
+
+    # the pure primitive: the written captures become carries (each iteration sees the last one's writes)
+    n_cap = body.num_captured
+    wc = body.written_captured
+    ro = [k for k in range(n_cap) if k not in wc]
+    j = body.jaxpr.jaxpr
+    cap_in, carry_in, x_in = _split(j.invars, n_cap, nc)
+    n_out = body.num_outputs
+    outs, new_x, new_caps = _split(j.outvars, n_out, len(body.written_inputs))
+    new_x = [v for i, v in zip(body.written_inputs, new_x) if i >= nc]
+    jaxpr = ClosedJaxpr(Jaxpr([], [*(cap_in[k] for k in ro), *(cap_in[k] for k in wc), *carry_in, *x_in], j.eqns,
+                              [*new_caps, *outs[:nc], *outs[nc:], *new_x]), [])
+    operands = [*(body.captured[k] for k in ro), *(body.captured[k] for k in wc), *init_leaves, *xs_leaves]
+    results = scan_p.bind(*operands, jaxpr=jaxpr, num_consts=len(ro), num_carry=len(wc) + nc, length=length,
+                          reverse=reverse, unroll=unroll)
+    cap_out, carry_out, rest = _split(results, len(wc), nc)
+    ys, xs_out = rest[:len(rest) - len(written_x)], rest[len(rest) - len(written_x):]
+    for k, v in zip(wc, cap_out):
+        write_back(body.captured[k], v)
+    for i, v in zip(written_x, xs_out):
+        write_back(xs_leaves[i], v)
+    return (jax.tree_util.tree_unflatten(init_tree, carry_out), jax.tree_util.tree_unflatten(y_tree[0], ys))
+
+
+def _operand(x, what: str):
+    if isinstance(x, Tensor):
+        return x
+    if x is None:
+        raise TypeError(f"scan: {what} holds None{where()}; a loop value must be a tensor")
+    return as_tensor(x)
+
+
+def _kind(x) -> str:
+    return f"{type(x).__name__} {x!r}" if len(repr(x)) < 60 else type(x).__name__
+
+
+def _length(xs_leaves, length) -> int:
+    lengths = set()
+    for x in xs_leaves:
+        if not x.shape:
+            raise ShapeError(f"scan got value with no leading axis to scan over: an xs leaf of shape [] (0-d)"
+                             f"{where()}")
+        lengths.add(x.shape[0])
+    if length is not None:
+        try:
+            length = int(length)
+        except TypeError:
+            raise TypeError(f"scan: length must be a Python int, got {type(length).__name__}{where()}") from None
+        if lengths and lengths != {length}:
+            raise ShapeError(f"scan: length={length} but the xs have leading axes {sorted(lengths)}{where()}")
+        if length < 0:
+            raise ValueError(f"scan: length must be >= 0, got {length}{where()}")
+        return length
+    if not lengths:
+        raise ValueError(f"scan: with no xs, the number of iterations must be given (length=...){where()}")
+    if len(lengths) > 1:
+        raise ShapeError(f"scan: the xs leaves have different leading axes {sorted(lengths)}; each must have the "
+                         f"scan's length{where()}")
+    return lengths.pop()
+
+
+def _unroll(unroll, length: int) -> int:
+    if isinstance(unroll, (bool, np.bool_)):
+        return max(length, 1) if unroll else 1
+    try:
+        unroll = int(unroll)
+    except TypeError:
+        raise TypeError(f"scan: unroll must be a Python int or bool, got {type(unroll).__name__}{where()}") from None
+    if unroll < 1:
+        raise ValueError(f"scan: unroll must be a positive int or a bool, got {unroll}{where()}")
+    return unroll
+
+
+def _slice_strides(x):
+    s = getattr(x, "_strides", None)
+    return tuple(s[1:]) if s is not None else None
+
+
+def _check_carry(new_carry, init_tree, init_paths, carry_avals) -> list:
+    leaves, tree = jax.tree_util.tree_flatten(new_carry)
+    if tree != init_tree:
+        raise TypeError(f"scan: the body's carry output must have the structure of init: expected {init_tree}, got "
+                        f"{tree}{where()}")
+    out = []
+    for (path, _), leaf, aval in zip(init_paths, leaves, carry_avals, strict=True):
+        if not isinstance(leaf, Tensor):
+            leaf = full(aval.shape, leaf, dtype=aval.dtype) if np.ndim(leaf) == 0 else as_tensor(leaf)
+        got = get_aval(leaf)
+        if got.shape != aval.shape:
+            raise ShapeError(f"scan: the carry {describe_path(path)} enters the body as {aval.str_short()} but the "
+                             f"body returns {got.str_short()}{where()}; a carry must keep its shape and dtype")
+        if got.dtype != aval.dtype:
+            raise DTypeError(f"scan: the carry {describe_path(path)} enters the body as {aval.str_short()} but the "
+                             f"body returns {got.str_short()}{where()}; a carry must keep its shape and dtype (convert "
+                             f"it: `.to({aval.dtype.name})`, or start from an init of the dtype it becomes)")
+        out.append(leaf)
+    return out
+
+
+def _check_captured_aliasing(body, xs_leaves, written_x) -> None:
+    xs_keys = {views.storage_key(x): i for i, x in enumerate(xs_leaves)}
+    for k, key in enumerate(body.captured_keys[:len(body.captured)]):
+        i = xs_keys.get(key)
+        if i is not None and (written_x or k in body.written_captured):
+            raise UnsupportedError(
+                f"scan: the body reads a tensor captured from outside that shares memory with xs leaf {i}, and writes "
+                f"into {'its x' if written_x else 'the captured tensor'}{where()}; the writes of one iteration would "
+                f"have to show through the other's view. Read x (the view of xs[i]) instead of the captured tensor, "
+                f"or scan over a copy (`xs.clone()`).")
+
+
+def _check_xs_aliasing(xs_leaves, written_x) -> None:
+    if not written_x:
+        return
+    seen = {}
+    for i, x in enumerate(xs_leaves):
+        key = views.storage_key(x)
+        if key in seen and (i in written_x or seen[key] in written_x):
+            raise UnsupportedError(
+                f"scan: xs leaves {seen[key]} and {i} share memory and the body writes into its x{where()}; scan over "
+                f"one of them, or over copies.")
+        seen.setdefault(key, i)
