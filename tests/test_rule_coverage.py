@@ -12,8 +12,11 @@ import pytest
 
 import aotjax  # noqa: F401  (imports every op family, so all primitives are registered)
 from aotjax.core import primitive as primitive_module
+from aotjax.core.ir import dce_rules
 from aotjax.core.primitive import Kind, Recompute, all_primitives
 from aotjax.interpreters.jvp import defjvp, jvp_rules
+from aotjax.interpreters.lowering import lowering_rules
+from aotjax.interpreters.partial_eval import partial_eval_rules
 from aotjax.interpreters.transpose import transpose_rules
 from aotjax.ops._combinators import elementwise
 from aotjax.partition import min_cut_partition
@@ -75,6 +78,20 @@ def test_every_primitive_with_a_transpose_rule_is_declared_linear():
     undeclared = [p for p in transpose_rules if not p.linear]
     assert not undeclared, (f"primitives with a hand-written transpose rule that do not declare the operands they "
                             f"are linear in (Primitive(linear=...)): {_names(undeclared)}")
+
+
+def test_every_higher_order_primitive_has_every_rule():
+    """A primitive carrying sub-programs (loops, branches, checkpointed regions) needs, besides abstract evaluation,
+    lowering and jvp, its own partial-evaluation rule (how grad and aot split it) and DCE rule (what of its body
+    its users read), and a transpose rule where it is declared linear."""
+    higher = [p for p in all_primitives() if p.higher_order]
+    assert {"scan", "checkpoint"} <= {p.name for p in higher}
+    for p in higher:
+        rules = {"abstract eval": p.abstract_eval is not None, "lowering": p in lowering_rules, "jvp": p in jvp_rules,
+                 "partial eval": p in partial_eval_rules, "dce": p in dce_rules,
+                 "transpose": not p.linear or p in transpose_rules}
+        missing = [name for name, ok in rules.items() if not ok]
+        assert not missing, f"higher-order primitive '{p.name}' has no {', '.join(missing)} rule"
 
 
 def test_every_linear_primitive_has_a_dot_product_test():

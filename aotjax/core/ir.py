@@ -182,6 +182,18 @@ def dce(eqns: list[Eqn], outvars: list) -> list[Eqn]:
     return kept[::-1]
 
 
+def prune_jaxpr(closed: ClosedJaxpr, used_outputs: list[bool]) -> tuple[ClosedJaxpr, list[bool]]:
+    """`closed` returning only the outputs marked in `used_outputs`, with the equations they need and only the inputs
+    those read; also which inputs are kept (the DCE rules of higher-order primitives prune their bodies with it)."""
+    j = closed.jaxpr
+    outvars = [v for v, u in zip(j.outvars, used_outputs, strict=True) if u]
+    eqns = dce(j.eqns, outvars)
+    read = {id(a) for e in eqns for a in e.inputs} | {id(a) for a in outvars}
+    used_inputs = [id(v) in read for v in j.invars]
+    pruned = Jaxpr(j.constvars, [v for v, u in zip(j.invars, used_inputs) if u], eqns, outvars)
+    return ClosedJaxpr(pruned, closed.consts, meta=closed.meta), used_inputs
+
+
 def dce_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
     """`closed` without the equations its outputs do not need."""
     j = closed.jaxpr

@@ -125,12 +125,16 @@ class Primitive:
       `defview_transpose`) set it, so the transpose rule is its one source of truth; a primitive whose
       transpose rule is written by hand declares it in its definition (`Primitive(..., linear=True)`).
     - `is_dot`: a matrix product (`matmul`, `einsum`), what the `dots_saveable` checkpoint policy saves.
+    - `higher_order`: its params carry sub-programs it runs (a loop body, branches, a checkpointed region), so
+      besides the rules every primitive has, it needs its own partial-evaluation and DCE rules (the coverage
+      test checks them).
     """
 
     def __init__(self, name: str, *, kind: Kind = Kind.FUNCTIONAL, multiple_results: bool = False,
                  mutates: tuple[int, ...] = (), metadata_view: "Primitive | None" = None,
                  functional: "Primitive | None" = None, recompute: Recompute | None = None,
-                 flops: FlopsRule | None = None, linear: tuple[int, ...] | bool = False, is_dot: bool = False):
+                 flops: FlopsRule | None = None, linear: tuple[int, ...] | bool = False, is_dot: bool = False,
+                 higher_order: bool = False):
         self.name = name
         self.kind = kind
         self.multiple_results = multiple_results
@@ -146,11 +150,15 @@ class Primitive:
         self.flops = flops
         self.linear = tuple(linear) if isinstance(linear, (tuple, list)) else bool(linear)
         self.is_dot = is_dot
+        self.higher_order = higher_order
         self.abstract_eval: AbstractEvalRule | None = None
         self.view_inverse: ViewInverseRule | None = None
         self.view_strides: ViewStridesRule | None = None
         self.layout_rule: LayoutRule | None = None  # functional primitives whose result keeps a layout
         self.print_rule: Callable[[dict], dict] | None = None
+        # `(eqn, k) -> str | None`: what output k of an equation is, in words, for a primitive whose outputs are
+        # not one value each (a loop's stacked residuals: `tanh at model.py:14 (layer), stacked over 48 iterations`)
+        self.describe_output: Callable[[Eqn, int], str | None] | None = None
         # `(**params) -> callable on arrays`: how eager mode runs it, when not by jitting its lowering rule
         self.eager_impl: Callable[..., Callable] | None = None
         # NOTE: False for a primitive whose params are made anew at each use (a loop's traced body): eager mode then

@@ -22,6 +22,8 @@ Convention of `partial_eval_flat(fun, pvals_in)` -> `(unknown_jaxpr, pvals_out, 
 """
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Protocol, Sequence
 
@@ -37,7 +39,8 @@ from aotjax.interpreters.trace import trace_flat
 from aotjax.tensor import Tensor, record_layout
 
 __all__ = ["PartialVal", "PartialEvalTracer", "PartialEvalTrace", "PartialEvalRule", "partial_eval_rules",
-           "ResidualSource", "partial_eval_flat", "SplitJaxpr", "partial_eval_jaxpr"]
+           "ResidualSource", "partial_eval_flat", "SplitJaxpr", "partial_eval_jaxpr",
+           "partitioning_loop_bodies", "loop_body_repartition"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,3 +297,30 @@ def partial_eval_jaxpr(jaxpr: ClosedJaxpr, unknowns: Sequence[bool],
     res_vars = known.jaxpr.outvars[len(known.jaxpr.outvars) - n_res:]
     residual_inputs = [invar_index.get(id(v)) if isinstance(v, Var) else None for v in res_vars]
     return SplitJaxpr(known, split["unknown"], split["out_unknowns"], residual_inputs)
+
+
+# -- how loops split their bodies -------------------------------------------------------------------------
+class _LoopBodies(threading.local):
+    repartition: Callable | None = None
+
+
+_loop_bodies = _LoopBodies()
+
+
+@contextmanager
+def partitioning_loop_bodies(repartition: Callable[[SplitJaxpr, Sequence[bool]], SplitJaxpr] | None):
+    """While active, a loop split by partial evaluation (`scan`) passes its body's split to
+    `repartition(split, unknowns)`, which may choose other residuals (what each iteration saves) and move the
+    rest of the forward work into the unknown body (recomputed there): how `aot`'s partitioner reaches inside a
+    loop body (`aotjax.partition.loops`). None: the body saves what its unknown part reads (JAX's choice)."""
+    prev = _loop_bodies.repartition
+    _loop_bodies.repartition = repartition
+    try:
+        yield
+    finally:
+        _loop_bodies.repartition = prev
+
+
+def loop_body_repartition() -> Callable[[SplitJaxpr, Sequence[bool]], SplitJaxpr] | None:
+    """The `repartition` of the innermost active `partitioning_loop_bodies`, or None."""
+    return _loop_bodies.repartition

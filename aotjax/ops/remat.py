@@ -19,7 +19,7 @@ import jax
 
 from aotjax.core.avals import get_aval
 from aotjax.core.eval_jaxpr import eval_jaxpr
-from aotjax.core.ir import ClosedJaxpr, Jaxpr, Var, dce_jaxpr
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce_jaxpr, dce_rules, prune_jaxpr
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops, output_size_flops
 from aotjax.interpreters.ad_util import Zero
 from aotjax.interpreters.jvp import jvp_flat, jvp_rules
@@ -55,6 +55,7 @@ transpose_rules[name_p] = lambda ct, x, *, name: [ct]
 # NOTE: as one equation, a region is saved like a call (it is recomputed inside when differentiated, per its
 # policy); it is linear in the operands its body is linear in.
 checkpoint_p = Primitive("checkpoint", multiple_results=True, recompute=Recompute.EXPENSIVE, linear=True,
+                         higher_order=True,
                          flops=lambda in_avals, out_avals, *, jaxpr, **_: jaxpr_flops(jaxpr))
 
 
@@ -188,7 +189,17 @@ def _checkpoint_transpose(cts, *args, jaxpr: ClosedJaxpr, policy, prevent_cse: b
     return [next(cts_in) if is_undefined(a) else None for a in args]
 
 
+def _checkpoint_dce(eqn: Eqn, used_outputs: list[bool]) -> Eqn:
+    """A region computing only its used outputs, from the operands those read."""
+    if all(used_outputs):
+        return eqn
+    body, used_inputs = prune_jaxpr(eqn.params["jaxpr"], used_outputs)
+    return Eqn(checkpoint_p, [a for a, u in zip(eqn.inputs, used_inputs) if u],
+               [v for v, u in zip(eqn.outputs, used_outputs) if u], dict(eqn.params, jaxpr=body), eqn.source_info)
+
+
 checkpoint_p.abstract_eval = _checkpoint_abstract_eval
+dce_rules[checkpoint_p] = _checkpoint_dce
 register_lowering(checkpoint_p, _checkpoint_lower)
 jvp_rules[checkpoint_p] = _checkpoint_jvp
 partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval

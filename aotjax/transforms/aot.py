@@ -66,10 +66,12 @@ from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer
 from aotjax.core.ir import ClosedJaxpr
 from aotjax.core.source_info import where
+from aotjax.interpreters.partial_eval import partitioning_loop_bodies
 from aotjax.interpreters.trace import trace_flat
 from aotjax.lowering.to_jax import avals_to_structs, compile_checked, flat_function, has_checks
 from aotjax.ops.calls import AotEntry, AotVJP, Program, aot_call_p
 from aotjax.partition import JointInfo, Partitioned, default_partition
+from aotjax.partition.loops import repartition_loop_bodies
 from aotjax.runtime import boundary, guards
 from aotjax.runtime.boundary import Slot
 from aotjax.transforms.aot_signature import (  # noqa: F401
@@ -155,8 +157,12 @@ def _aot_passes(aot: "Aot", args, kwargs) -> "_AotEntry":
 def _vjp_passes(entry: "_AotEntry", wanted: tuple | None) -> "_AotVJP":
     """aot's pipeline under differentiation, once per signature and set of differentiated inputs."""
     aot, name = entry.aot, entry.pure.meta.name or "fn"
-    lin = run_pass("aot: linearize", linearize_program, entry.pure, wanted,  # jvp + partial_eval: forward, linear
-                   show=lambda lin: lin.programs())
+    # NOTE: the partitioner also splits each loop body (what one iteration saves); the default partitioner saves what
+    # the backward reads, which is what a body saves anyway.
+    repartition = None if aot.partition is default_partition else repartition_loop_bodies(aot.partition)
+    with partitioning_loop_bodies(repartition):
+        lin = run_pass("aot: linearize", linearize_program, entry.pure, wanted,  # jvp + partial_eval: forward, linear
+                       show=lambda lin: lin.programs())
     backward = run_pass("aot: transpose", transpose_program, lin)  # the linear program run backwards
     joint = run_pass("aot: joint", compose_joint, lin, backward, f"{name}_joint",  # forward then backward, cut kept
                      show=attrgetter("jaxpr"))

@@ -43,6 +43,7 @@ class Descriptor:
     primitive: str | None = None
     source_info: SourceInfo | None = None
     of: "Descriptor | None" = None
+    detail: str | None = None  # which of the primitive's outputs, when it has many (`Primitive.describe_output`)
 
     def cotangent(self) -> "Descriptor":
         return Descriptor(Role.COTANGENT, self.path, of=self)
@@ -53,7 +54,8 @@ class Descriptor:
         if self.of is not None:
             return f"argument {self.of.path}"
         at = f" at {self.source_info}" if self.source_info is not None else ""
-        return f"{self.primitive or 'constant'}{at}"
+        detail = f": {self.detail}" if self.detail else ""
+        return f"{self.primitive or 'constant'}{at}{detail}"
 
     def __str__(self) -> str:
         if self.role is Role.OUTPUT:
@@ -112,8 +114,10 @@ def _describe(entry: _AotEntry, vjp: _AotVJP) -> _Signature:
             descriptors.append(Descriptor(Role.RESIDUAL, index=r, of=primals[primal_index[id(v)]]))
         else:
             eqn = producers.get(id(v))
+            describe = eqn and eqn.primitive.describe_output
+            detail = describe(eqn, next(k for k, o in enumerate(eqn.outputs) if o is v)) if describe else None
             descriptors.append(Descriptor(Role.RESIDUAL, index=r, primitive=eqn and eqn.primitive.name,
-                                          source_info=eqn and eqn.source_info))
+                                          source_info=eqn and eqn.source_info, detail=detail))
     residuals = [Residual(str(d), v.aval, v.aval.nbytes, d.computed_by)
                  for d, v in zip(descriptors, vjp.partitioned.saved, strict=True)]
     return _Signature(primals, outputs, descriptors, residuals,

@@ -31,13 +31,18 @@ from aotjax.core import views
 from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
-from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, prune_jaxpr
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
 from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate, is_differentiable
 from aotjax.interpreters.jvp import jvp_jaxpr, jvp_rules
 from aotjax.interpreters.lowering import eval_jaxpr_jax, register_lowering
-from aotjax.interpreters.partial_eval import ResidualSource, partial_eval_jaxpr, partial_eval_rules
+from aotjax.interpreters.partial_eval import (
+    ResidualSource,
+    loop_body_repartition,
+    partial_eval_jaxpr,
+    partial_eval_rules,
+)
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass, is_undefined, transpose_rules
 from aotjax.ops._frontend import as_tensor
@@ -50,7 +55,7 @@ __all__ = ["scan", "scan_p"]
 
 # NOTE: a loop is saved rather than recomputed (its cost is `length` bodies); it is linear in the operands its
 # body is linear in.
-scan_p = Primitive("scan", multiple_results=True, recompute=Recompute.EXPENSIVE, linear=True,
+scan_p = Primitive("scan", multiple_results=True, recompute=Recompute.EXPENSIVE, linear=True, higher_order=True,
                    flops=lambda in_avals, out_avals, *, jaxpr, length, **_: length * jaxpr_flops(jaxpr))
 scan_p.cache_eager = False  # NOTE: each traced body is a new program: never cache its eager executable
 
@@ -170,6 +175,9 @@ def _scan_partial_eval(trace, tracers, *, jaxpr: ClosedJaxpr, num_consts: int, n
         carry_uk = new
     if all(const_uk + carry_uk + xs_uk):
         return trace.record(scan_p, [trace.instantiate(t) for t in tracers], params)
+    repartition = loop_body_repartition()  # NOTE: aot's partitioner choosing what each iteration saves
+    if repartition is not None:
+        split = repartition(split, const_uk + carry_uk + xs_uk)
     ys_uk = split.out_unknowns[num_carry:]
     n_known_out = sum(1 for u in split.out_unknowns if not u)
     K = split.known.jaxpr
@@ -303,19 +311,13 @@ def _scan_transpose(cts, *args, jaxpr: ClosedJaxpr, num_consts: int, num_carry: 
 
 
 # -- dead code --------------------------------------------------------------------------------------------
-def _used_inputs(jaxpr: Jaxpr, used_outputs) -> list[bool]:
-    outs = [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
-    read = {id(a) for e in dce(jaxpr.eqns, outs) for a in e.inputs} | {id(a) for a in outs}
-    return [id(v) in read for v in jaxpr.invars]
-
-
 def _scan_dce(eqn: Eqn, used_outputs: list[bool]) -> Eqn:
     p = eqn.params
     jaxpr, num_consts, num_carry = p["jaxpr"], p["num_consts"], p["num_carry"]
     j = jaxpr.jaxpr
     used_carry, used_ys = list(used_outputs[:num_carry]), list(used_outputs[num_carry:])
     for _ in range(num_carry + 1):
-        used_in = _used_inputs(j, used_carry + used_ys)
+        _, used_in = prune_jaxpr(jaxpr, used_carry + used_ys)
         new = [a or b for a, b in zip(used_carry, used_in[num_consts:num_consts + num_carry])]
         if new == used_carry:
             break
@@ -333,6 +335,27 @@ def _scan_dce(eqn: Eqn, used_outputs: list[bool]) -> Eqn:
                params, eqn.source_info)
 
 
+def _scan_describe_output(eqn: Eqn, k: int) -> str:
+    """Output `k` of a scan in words: a carry after the last iteration, or what the body computes for a `y`
+    (a stacked residual of a split loop: `tanh at model.py:14 (layer), stacked over 48 iterations`)."""
+    p = eqn.params
+    jaxpr, num_consts, num_carry, length = p["jaxpr"], p["num_consts"], p["num_carry"], p["length"]
+    if k < num_carry:
+        return f"carry {k} after {length} iterations"
+    v = jaxpr.jaxpr.outvars[k]
+    invars = jaxpr.jaxpr.invars
+    producer = next((e for e in jaxpr.jaxpr.eqns if any(o is v for o in e.outputs)), None)
+    if producer is not None:
+        at = f" at {producer.source_info}" if producer.source_info is not None else ""
+        what = f"{producer.primitive.name}{at}"
+    elif any(v is c for c in invars[num_consts:num_consts + num_carry]):
+        what = f"the carry {next(i for i, c in enumerate(invars[num_consts:]) if c is v)} entering each iteration"
+    else:
+        what = "a value of the body"
+    return f"{what}, stacked over {length} iterations"
+
+
+scan_p.describe_output = _scan_describe_output
 scan_p.abstract_eval = _scan_abstract_eval
 register_lowering(scan_p, _scan_lower)
 jvp_rules[scan_p] = _scan_jvp
