@@ -194,6 +194,40 @@ def prune_jaxpr(closed: ClosedJaxpr, used_outputs: list[bool]) -> tuple[ClosedJa
     return ClosedJaxpr(pruned, closed.consts, meta=closed.meta), used_inputs
 
 
+def structure_key(closed: ClosedJaxpr | Jaxpr) -> tuple:
+    """A hashable key equal for two programs that compute the same thing the same way: equations, variables numbered
+    in order of appearance, literals, avals, params (sub-programs by their own key, other params as they are), and
+    constants by identity. What lets eager control flow reuse one executable for a body traced again."""
+    jaxpr, consts = (closed.jaxpr, closed.consts) if isinstance(closed, ClosedJaxpr) else (closed, ())
+    number: dict[int, int] = {}
+
+    def bind(v: Var) -> tuple:
+        number[id(v)] = len(number)
+        return (v.aval.shape, v.aval.dtype)
+
+    def atom(a) -> Any:
+        if isinstance(a, Literal):
+            return ("lit", format_literal(a.val), a.aval.dtype)
+        return number[id(a)]
+
+    key: list = [tuple(id(c) for c in consts), tuple(bind(v) for v in jaxpr.constvars),
+                 tuple(bind(v) for v in jaxpr.invars)]
+    for e in jaxpr.eqns:
+        params = tuple((k, param_key(v)) for k, v in e.params.items())
+        key.append((e.primitive, tuple(atom(a) for a in e.inputs), params, tuple(bind(v) for v in e.outputs)))
+    key.append(tuple(atom(a) for a in jaxpr.outvars))
+    return tuple(key)
+
+
+def param_key(v: Any) -> Any:
+    """A param as a hashable key: a sub-program by its `structure_key`, other values as they are."""
+    if isinstance(v, (ClosedJaxpr, Jaxpr)):
+        return structure_key(v)
+    if isinstance(v, (tuple, list)):
+        return tuple(param_key(x) for x in v)
+    return v
+
+
 def dce_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
     """`closed` without the equations its outputs do not need."""
     j = closed.jaxpr

@@ -161,9 +161,6 @@ class Primitive:
         self.describe_output: Callable[[Eqn, int], str | None] | None = None
         # `(**params) -> callable on arrays`: how eager mode runs it, when not by jitting its lowering rule
         self.eager_impl: Callable[..., Callable] | None = None
-        # NOTE: False for a primitive whose params are made anew at each use (a loop's traced body): eager mode then
-        # compiles it for that use alone, rather than keeping every executable alive in its cache.
-        self.cache_eager = True
         if kind is Kind.MUTATION and not mutates:
             raise ValueError(f"mutation primitive '{name}' must declare the operands it writes")
         _registry.append(self)

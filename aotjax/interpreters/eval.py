@@ -19,6 +19,7 @@ from aotjax.core import views
 from aotjax.core.avals import get_aval
 from aotjax.core.errors import AliasingError, AotjaxError
 from aotjax.core.interpreter import Trace, install_eval_trace
+from aotjax.core.ir import param_key
 from aotjax.core.primitive import Kind, Primitive, abstract_eval
 from aotjax.core.source_info import where
 from aotjax.interpreters.lowering import lowering_rule
@@ -29,13 +30,15 @@ _jitted: dict = {}
 
 def impl(prim: Primitive, vals, params: dict):
     """Evaluate `prim`'s lowering rule on concrete values (compiled once per primitive and params)."""
-    key = (prim, tuple(params.items()))  # NOTE: `bind` has checked that the params are hashable
+    # NOTE: `bind` has checked that the params are hashable. A higher-order primitive's sub-programs are traced anew
+    # at each use (a loop body): keyed by their structure, one executable serves every trace of the same body.
+    key = (prim, tuple((k, param_key(v)) for k, v in params.items()) if prim.higher_order else tuple(params.items()))
     fn = _jitted.get(key)
     if fn is None:
         make = prim.eager_impl  # NOTE: a call of an already compiled program runs that program as it is
-        fn = make(**params) if make is not None else jax.jit(functools.partial(lowering_rule(prim), **params))
-        if prim.cache_eager:
-            fn = _jitted.setdefault(key, fn)  # NOTE: threads: one built twice at worst, cached whole, never half-made
+        # NOTE: threads: one built twice at worst, cached whole (`setdefault`), never half-made.
+        fn = _jitted.setdefault(key, make(**params) if make is not None else jax.jit(
+            functools.partial(lowering_rule(prim), **params)))
     try:
         return fn(*vals)
     except AotjaxError:

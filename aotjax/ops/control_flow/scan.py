@@ -57,7 +57,6 @@ __all__ = ["scan", "scan_p"]
 # body is linear in.
 scan_p = Primitive("scan", multiple_results=True, recompute=Recompute.EXPENSIVE, linear=True, higher_order=True,
                    flops=lambda in_avals, out_avals, *, jaxpr, length, **_: length * jaxpr_flops(jaxpr))
-scan_p.cache_eager = False  # NOTE: each traced body is a new program: never cache its eager executable
 
 
 def _split(seq, *sizes):
