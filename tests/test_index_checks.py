@@ -330,3 +330,32 @@ def test_cross_entropy_targets_out_of_range_raise_like_torch(target):
             F.cross_entropy(T(CE_LOGITS), T(np.array(target, np.int32)), reduction=reduction, label_smoothing=0.1)
     with pytest.raises(IndexError, match=rf"cross_entropy: target {bad} is out of bounds"):
         F.cross_entropy(T(CE_LOGITS[0]), T(np.int32(bad)))  # unbatched
+
+
+# -- inside loop bodies --------------------------------------------------------------------------------------
+def _scan_rows(x, rows):
+    """Add `x[rows[i]]` into row i of `x`'s copy, one row per scan iteration; the carry counts iterations."""
+    def body(count, r):
+        x[r].add_(1.0)
+        return count + 1, x[r].sum()
+    return aotjax.scan(body, T(np.int32(0)), rows)
+
+
+def test_an_index_out_of_range_in_a_scan_body_raises_eagerly():
+    x = T(X)
+    with pytest.raises(IndexError, match=r"index 5 is out of bounds .*test_index_checks\.py"):
+        _scan_rows(x, T(np.array([0, 5, 1], np.int32)))
+
+
+def test_a_checked_program_raises_for_any_iteration_and_gives_inputs_back():
+    f = aotjax.jit(_scan_rows, checks=True)
+    x = T(X)
+    with pytest.raises(IndexError, match=r"index 3 is out of bounds .*test_index_checks\.py"):
+        f(x, T(np.array([0, 1, 3], np.int32)))  # only the last iteration fails
+    np.testing.assert_array_equal(x.numpy(), X)  # the writes of the earlier iterations are not kept
+    count, sums = f(x, T(np.array([0, 2, 0], np.int32)))
+    expected = X.copy()
+    expected[[0, 2]] += [[2.0], [1.0]]
+    np.testing.assert_array_equal(x.numpy(), expected)
+    assert int(count) == 3
+    np.testing.assert_allclose(sums.numpy(), [X[0].sum() + 4, X[2].sum() + 4, X[0].sum() + 8])

@@ -39,7 +39,11 @@ class MainTrace:
 
 
 class Trace:
-    """An interpreter. Subclasses implement `pure`, `lift` and `process_primitive`."""
+    """An interpreter. Subclasses implement `pure`, `lift` and `process_primitive`. `writes_captured`: whether the
+    function it runs may write in place into tensors it captured from outside (a loop body carries such writes out
+    to the caller); elsewhere such a write is refused."""
+
+    writes_captured = False
 
     def __init__(self, main: MainTrace):
         self.main = main

@@ -22,7 +22,7 @@ from aotjax.core.interpreter import Trace, install_eval_trace
 from aotjax.core.ir import param_key
 from aotjax.core.primitive import Kind, Primitive, abstract_eval
 from aotjax.core.source_info import where
-from aotjax.interpreters.lowering import lowering_rule
+from aotjax.interpreters.lowering import checked_executable, lowering_rule
 from aotjax.tensor import Tensor, record_layout, view_layout
 
 _jitted: dict = {}
@@ -37,8 +37,13 @@ def impl(prim: Primitive, vals, params: dict):
     if fn is None:
         make = prim.eager_impl  # NOTE: a call of an already compiled program runs that program as it is
         # NOTE: threads: one built twice at worst, cached whole (`setdefault`), never half-made.
-        fn = _jitted.setdefault(key, make(**params) if make is not None else jax.jit(
-            functools.partial(lowering_rule(prim), **params)))
+        if make is not None:
+            fn = make(**params)
+        elif prim.higher_order:  # NOTE: a loop body's index checks raise as in a Python loop
+            fn = checked_executable(prim, params)
+        else:
+            fn = jax.jit(functools.partial(lowering_rule(prim), **params))
+        fn = _jitted.setdefault(key, fn)
     try:
         return fn(*vals)
     except AotjaxError:

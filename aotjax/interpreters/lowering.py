@@ -13,8 +13,11 @@ from typing import Any, Protocol, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.experimental import checkify
 
 from aotjax.core.avals import ShapedArray
+from aotjax.core.checks import check_record, lowering_checks
 from aotjax.core.errors import ShapeError
 from aotjax.core.ir import Jaxpr, Literal
 from aotjax.core.primitive import Primitive, set_fallback_abstract_eval
@@ -85,3 +88,57 @@ def eval_jaxpr_jax(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> 
         for v, x in zip(eqn.outputs, outs, strict=True):
             env[v] = x
     return [read(a) for a in jaxpr.outvars]
+
+
+# -- run-time checks -----------------------------------------------------------------------------------
+def check_failure(error, errors: dict) -> Exception | None:
+    """The exception of the first failed check of `jax.experimental.checkify` error `error` (the class and message
+    the op raises eagerly, the user's line included; `errors` maps message templates to classes, as a `CheckRecord`
+    collects them), or None if every check passed."""
+    exc = error.get_exception()
+    if exc is None:
+        return None
+    cls = errors.get(getattr(exc, "fmt_string", None))
+    if cls is None:  # NOTE: not one of ours (a check jax added itself): report it as jax words it
+        return RuntimeError(str(exc))
+    return cls(exc.fmt_string.format(*(np.asarray(a).item() for a in exc.args)))
+
+
+def checked_executable(prim: Primitive, params: dict):
+    """`prim`'s lowering rule, jitted with the run-time checks of its sub-programs lowered through `checkify`: how
+    eager mode runs a higher-order primitive, so that an index out of range in a loop body raises as it would in a
+    Python loop."""
+    rule = functools.partial(lowering_rule(prim), **params)
+    errors: dict = {}
+
+    def lowered(*vals):
+        with lowering_checks() as record:
+            outs = rule(*vals)
+        errors.update(record.errors)
+        return outs
+
+    checked = jax.jit(checkify.checkify(lowered, errors=checkify.user_checks))
+
+    def call(*vals):
+        error, outs = checked(*vals)
+        if errors:
+            failure = check_failure(error, errors)
+            if failure is not None:
+                raise failure
+        return outs
+
+    return call
+
+
+def eval_sub_jaxpr(closed, args: Sequence[Any]) -> tuple[list, Any]:
+    """For the lowering rule of a higher-order primitive: `closed` (a sub-program: a loop body, a branch) evaluated
+    on `args`, and, when a checked program is being lowered (`jit(f, checks=True)`, eager control flow), its
+    run-time checks' predicates and-ed into one `ok` (a value of the sub-program's trace, which the rule must pass
+    out of the sub-program, as a carry or an output, and append to `check_record().predicates`); else None."""
+    record = check_record()
+    if record is None:
+        return eval_jaxpr_jax(closed.jaxpr, closed.consts, args), None
+    with lowering_checks() as inner:
+        outs = eval_jaxpr_jax(closed.jaxpr, closed.consts, args)
+    record.errors.update(inner.errors)
+    return outs, functools.reduce(jnp.logical_and, inner.predicates, jnp.asarray(True))

@@ -5,8 +5,9 @@ function built here can be traced by `jax.jit`, `jax.grad` and `jax.vmap` like a
 programs without writes lower: a view equation then simply computes the view's value, but a
 mutation equation needs functionalization first (the jaxpr as written has reference semantics).
 
-Higher-order primitives (cond, scan, checkpoint, ...) will carry sub-jaxprs in their params; their
-lowering rules evaluate those with `eval_jaxpr_jax`, and `check_lowerable` already walks into them.
+Higher-order primitives (scan, cond, checkpoint, ...) carry sub-jaxprs in their params; their lowering rules
+evaluate those with `eval_jaxpr_jax` (`eval_sub_jaxpr`, which passes a sub-program's run-time checks out of it),
+and `check_lowerable` walks into them.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from aotjax.core.errors import UnsupportedError
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr
 from aotjax.core.primitive import Kind
 from aotjax.interpreters.eval import read
-from aotjax.interpreters.lowering import eval_jaxpr_jax
+from aotjax.interpreters.lowering import check_failure, eval_jaxpr_jax
 from aotjax.ops.indexing import check_index_p
 from aotjax.tensor import Tensor
 
@@ -274,20 +275,15 @@ class CheckedProgram:
             outs = list(flat_fn(*flat))
         self.errors.update(record.errors)
         if self.guard and record.predicates:
-            # NOTE: the checks' predicates are values of this trace: every sub-program is inlined in it.
+            # NOTE: the checks' predicates are values of this trace: a loop or branch passes its own out
+            # (`aotjax.interpreters.lowering.eval_sub_jaxpr`).
             ok = functools.reduce(jnp.logical_and, record.predicates)
             for out, i in self.guard:
                 outs[out] = jnp.where(ok, outs[out], flat[i])
         return outs
 
     def failure(self, error: checkify.Error) -> Exception | None:
-        exc = error.get_exception()
-        if exc is None:
-            return None
-        cls = self.errors.get(getattr(exc, "fmt_string", None))
-        if cls is None:  # NOTE: not one of ours (a check jax added itself): report it as jax words it
-            return RuntimeError(str(exc))
-        return cls(exc.fmt_string.format(*(np.asarray(a).item() for a in exc.args)))
+        return check_failure(error, self.errors)
 
 
 class _CheckedExecutable:

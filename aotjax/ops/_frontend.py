@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from typing import Sequence
+from typing import Callable, Sequence
 
 import jax
 import numpy as np
 
 import aotjax.interpreters.eval  # noqa: F401  (installs eager evaluation, which every op needs)
+from aotjax.core import views
 from aotjax.core.avals import PYTHON_SCALARS, canonicalize_dtype, default_float_dtype, default_int_dtype
 from aotjax.core.errors import AliasingError, DTypeError, DTypeTruncationWarning
 from aotjax.core.interpreter import Trace, Tracer, find_top_trace
@@ -142,18 +143,24 @@ def bind_inplace(prim: Primitive, *args, **params):
         return prim.bind(*args, **params)
     _check_no_internal_overlap(prim, args)
     try:
-        return prim.bind(*args, **params)
+        out = prim.bind(*args, **params)
     except AliasingError as e:
         if not str(e).startswith(prim.name + ":"):
             raise AliasingError(f"{prim.name}: {e}") from None
         raise
+    if traced_selects:
+        _write_back_traced_selects(prim, args)
+    return out
 
 
 def _check_writable(prim: Primitive, trace: Trace, args) -> None:
     data = prim.metadata_view is None  # NOTE: a view of a captured tensor may change its own view (`t_`), not data
     for i in prim.mutates:
         a = args[i]
-        if not (isinstance(a, Tracer) and a._trace.main is trace.main) or (data and trace.is_captured(a)):
+        outside = not (isinstance(a, Tracer) and a._trace.main is trace.main)
+        if outside and trace.writes_captured:
+            continue  # NOTE: a loop body or branch: the write is carried out of it (aotjax.ops.control_flow._body)
+        if outside or (data and trace.is_captured(a)):
             if not isinstance(a, Tracer) and a._storage in constants_made_inside:
                 raise AliasingError(
                     f"{prim.name}: in-place write to a tensor made from data inside the function being transformed"
@@ -164,6 +171,26 @@ def _check_writable(prim: Primitive, trace: Trace, args) -> None:
                 f"{prim.name}: in-place write to a tensor captured from outside the function being "
                 f"transformed{where()}. Pass the tensor to the function as an argument (its mutation is "
                 f"then applied to the caller's tensor), or write into a copy (`t.clone()`).")
+
+
+# NOTE: `x[i]` with a traced 0-d integer index `i` (a loop's index): PyTorch selects (a view), but a view chain holds
+# no traced index, so aotjax gathers a copy. A write into that copy (or a view of it) is then written back into `x`
+# (`x[i] = copy`), so that `x[i].add_(1)` in a loop body does what it does in PyTorch. storage key of the copy ->
+# (weakref of the copy, the write-back).
+traced_selects: dict[int, tuple[weakref.ref, Callable[[], None]]] = {}
+
+
+def record_traced_select(copy, write_back: Callable[[], None]) -> None:
+    """`copy` is `x[i]` with a traced 0-d index: after a write into it, call `write_back` (`x[i] = copy`)."""
+    key = views.storage_key(copy)
+    traced_selects[key] = (weakref.ref(copy, lambda _: traced_selects.pop(key, None)), write_back)
+
+
+def _write_back_traced_selects(prim: Primitive, args) -> None:
+    for i in prim.mutates:
+        entry = traced_selects.get(views.storage_key(args[i]))
+        if entry is not None and entry[0]() is not None:
+            entry[1]()
 
 
 # NOTE: the storages of tensors `aotjax.tensor` made while a transform traced, so that a write into one is

@@ -27,7 +27,7 @@ from aotjax.interpreters.ad_util import Zero, instantiate, unbroadcast
 from aotjax.interpreters.jvp import defjvp, defjvp_zero, deflinear
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, inplace_variant, standard_primitive
-from aotjax.ops._frontend import as_tensor, bind_inplace, canonical_dim, convert, is_scalar
+from aotjax.ops._frontend import as_tensor, bind_inplace, canonical_dim, convert, is_scalar, record_traced_select
 from aotjax.ops.creation import arange, full, tensor
 from aotjax.ops.elementwise import eq_p, mul_p, where_p
 from aotjax.ops.layout import preserve_layout
@@ -451,7 +451,11 @@ def getitem(x, index):
     if not adv:
         return alias(v) if v is x else v
     adv = _masks_to_indices("getitem", adv)
-    return index_p.bind(v, *(i for _, i in adv), dims=tuple(d for d, _ in adv))
+    out = index_p.bind(v, *(i for _, i in adv), dims=tuple(d for d, _ in adv))
+    if any(i.ndim == 0 and i.dtype != np.bool_ for _, i in adv):
+        # NOTE: PyTorch would have selected (a view): a write into the copy is written back (`_frontend.traced_selects`)
+        record_traced_select(out, lambda: setitem(x, index, out))
+    return out
 
 
 def setitem(x, index, value) -> None:

@@ -29,6 +29,7 @@ import numpy as np
 
 from aotjax.core import views
 from aotjax.core.avals import ShapedArray, get_aval
+from aotjax.core.checks import check_record
 from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, prune_jaxpr
@@ -36,7 +37,7 @@ from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
 from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate, is_differentiable
 from aotjax.interpreters.jvp import jvp_jaxpr, jvp_rules
-from aotjax.interpreters.lowering import eval_jaxpr_jax, register_lowering
+from aotjax.interpreters.lowering import eval_sub_jaxpr, register_lowering
 from aotjax.interpreters.partial_eval import (
     ResidualSource,
     loop_body_repartition,
@@ -85,16 +86,25 @@ def _scan_abstract_eval(*avals, jaxpr: ClosedJaxpr, num_consts: int, num_carry: 
 def _scan_lower(*args, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int, reverse: bool,
                 unroll: int):
     in_avals = jaxpr.in_avals
-    args = [jnp.asarray(a, dtype=a_dtype) for a, a_dtype in
-            zip(args, [a.dtype for a in in_avals[:num_consts + num_carry]] +
-                [a.dtype for a in in_avals[num_consts + num_carry:]], strict=True)]
+    args = [jnp.asarray(a, dtype=aval.dtype) for a, aval in zip(args, in_avals[:num_consts + num_carry], strict=False)
+            ] + [jnp.asarray(a) for a in args[num_consts + num_carry:]]
     consts, init, xs = _split(args, num_consts, num_carry)
+    checked = check_record() is not None
 
     def body(carry, x):
-        outs = eval_jaxpr_jax(jaxpr.jaxpr, jaxpr.consts, [*consts, *carry, *x])
-        return outs[:num_carry], outs[num_carry:]
+        if not checked:
+            outs, _ = eval_sub_jaxpr(jaxpr, [*consts, *carry, *x])
+            return outs[:num_carry], outs[num_carry:]
+        # NOTE: a checked program (`jit(f, checks=True)`, eager mode): the body's checks pass out of the loop as one
+        # more carry, every iteration's and-ed, so that a failure in any iteration is seen.
+        outs, ok = eval_sub_jaxpr(jaxpr, [*consts, *carry[:-1], *x])
+        return [*outs[:num_carry], jnp.logical_and(carry[-1], ok)], outs[num_carry:]
 
-    carry, ys = jax.lax.scan(body, init, xs, length=length, reverse=reverse, unroll=unroll)
+    carry, ys = jax.lax.scan(body, [*init, jnp.asarray(True)] if checked else init, xs, length=length,
+                             reverse=reverse, unroll=unroll)
+    if checked:
+        check_record().predicates.append(carry[-1])
+        carry = carry[:-1]
     return [*carry, *ys]
 
 
