@@ -183,7 +183,7 @@ traced_selects: dict[int, tuple[weakref.ref, Callable[[], None]]] = {}
 def record_traced_select(copy, write_back: Callable[[], None]) -> None:
     """`copy` is `x[i]` with a traced 0-d index: after a write into it, call `write_back` (`x[i] = copy`)."""
     key = views.storage_key(copy)
-    traced_selects[key] = (weakref.ref(copy, lambda _: traced_selects.pop(key, None)), write_back)
+    traced_selects[key] = (weakref.ref(copy, lambda _, table=traced_selects: table.pop(key, None)), write_back)
 
 
 def _write_back_traced_selects(prim: Primitive, args) -> None:
