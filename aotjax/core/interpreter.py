@@ -52,6 +52,10 @@ class Trace:
         """Wrap a tracer of a lower level as this trace's tracer."""
         raise NotImplementedError
 
+    # NOTE: True for a trace that handles in-place writes into tensors captured from outside the function it runs
+    # (a loop body's trace carries them through the loop, then writes them back): `bind_inplace` lets them through.
+    captured_writable = False
+
     def is_captured(self, tracer: "Tracer") -> bool:
         """Whether `tracer` views a value this trace lifted from outside the function it runs (a tensor the
         function captured, through `pure` or `lift`): not an argument and not made inside, so not writable."""

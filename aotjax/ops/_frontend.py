@@ -124,7 +124,8 @@ def bind_inplace(prim: Primitive, *args, **params):
     """Bind the in-place primitive `prim` (a data or a metadata mutation) after the checks PyTorch makes
     on a write: every in-place op goes through here, so they hold under every transform. A write into a
     tensor captured from outside the function being transformed raises (it must be an argument, so that
-    the boundary can apply the write to the caller), as does a data write into an expanded view. An
+    the boundary can apply the write to the caller) unless that transform carries such writes out itself
+    (`Trace.captured_writable`: a loop body's), as does a data write into an expanded view. An
     AliasingError raised by the write (through a view that cannot be written) is prefixed with `prim`.
     A functional `prim` is simply bound (for helpers shared by an op and its in-place form).
 
@@ -153,7 +154,10 @@ def _check_writable(prim: Primitive, trace: Trace, args) -> None:
     data = prim.metadata_view is None  # NOTE: a view of a captured tensor may change its own view (`t_`), not data
     for i in prim.mutates:
         a = args[i]
-        if not (isinstance(a, Tracer) and a._trace.main is trace.main) or (data and trace.is_captured(a)):
+        own = isinstance(a, Tracer) and a._trace.main is trace.main
+        if not own and trace.captured_writable:
+            continue
+        if not own or (data and trace.is_captured(a)):
             if not isinstance(a, Tracer) and a._storage in constants_made_inside:
                 raise AliasingError(
                     f"{prim.name}: in-place write to a tensor made from data inside the function being transformed"
