@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from aotjax.ops.control_flow import scan
+from aotjax.ops.control_flow import fori_loop, scan, while_loop
 
-__all__ = ["scan", "map"]
+__all__ = ["scan", "map", "while_loop", "fori_loop"]
 
 
 def map(f: Callable, xs: Any):

@@ -30,12 +30,12 @@ import numpy as np
 from aotjax.core import views
 from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.checks import check_record
-from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
+from aotjax.core.errors import ShapeError, UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, prune_jaxpr
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
-from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate, is_differentiable
+from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate
 from aotjax.interpreters.jvp import jvp_jaxpr, jvp_rules
 from aotjax.interpreters.lowering import eval_sub_jaxpr, register_lowering
 from aotjax.interpreters.partial_eval import (
@@ -47,9 +47,15 @@ from aotjax.interpreters.partial_eval import (
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass, is_undefined, transpose_rules
 from aotjax.ops._frontend import as_tensor
-from aotjax.ops.control_flow._body import describe_path, trace_body, write_back
-from aotjax.ops.creation import full
-from aotjax.tensor import Tensor
+from aotjax.ops.control_flow._body import trace_body, write_back
+from aotjax.ops.control_flow._common import (
+    check_carry,
+    differentiable,
+    kind_of,
+    loop_operand,
+    permute,
+    split_list,
+)
 
 __all__ = ["scan", "scan_p"]
 
@@ -60,18 +66,9 @@ scan_p = Primitive("scan", multiple_results=True, recompute=Recompute.EXPENSIVE,
                    flops=lambda in_avals, out_avals, *, jaxpr, length, **_: length * jaxpr_flops(jaxpr))
 
 
-def _split(seq, *sizes):
-    out, i = [], 0
-    for n in sizes:
-        out.append(list(seq[i:i + n]))
-        i += n
-    out.append(list(seq[i:]))
-    return out
-
-
 def _scan_abstract_eval(*avals, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int, reverse: bool,
                         unroll: int):
-    consts, init, xs = _split(avals, num_consts, num_carry)
+    consts, init, xs = split_list(avals, num_consts, num_carry)
     body_in = jaxpr.in_avals
     expected = [*body_in[:num_consts + num_carry], *(ShapedArray((length, *a.shape), a.dtype)
                                                       for a in body_in[num_consts + num_carry:])]
@@ -88,7 +85,7 @@ def _scan_lower(*args, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, leng
     in_avals = jaxpr.in_avals
     args = [jnp.asarray(a, dtype=aval.dtype) for a, aval in zip(args, in_avals[:num_consts + num_carry], strict=False)
             ] + [jnp.asarray(a) for a in args[num_consts + num_carry:]]
-    consts, init, xs = _split(args, num_consts, num_carry)
+    consts, init, xs = split_list(args, num_consts, num_carry)
     checked = check_record() is not None
 
     def body(carry, x):
@@ -108,27 +105,18 @@ def _scan_lower(*args, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, leng
     return [*carry, *ys]
 
 
-def _permuted(closed: ClosedJaxpr, in_order, out_order) -> ClosedJaxpr:
-    j = closed.jaxpr
-    return ClosedJaxpr(Jaxpr(j.constvars, [j.invars[i] for i in in_order], j.eqns, [j.outvars[i] for i in out_order]),
-                       closed.consts)
-
-
-def _diff(flags, avals):
-    return [f and is_differentiable(a.dtype) for f, a in zip(flags, avals, strict=True)]
-
-
 # -- jvp ---------------------------------------------------------------------------------------------------
 def _scan_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int, reverse: bool,
               unroll: int):
     in_avals = jaxpr.in_avals
-    nz = _diff([not isinstance(t, Zero) for t in tangents], in_avals)
-    const_nz, init_nz, xs_nz = _split(nz, num_consts, num_carry)
+    nz = differentiable([not isinstance(t, Zero) for t in tangents], in_avals)
+    const_nz, init_nz, xs_nz = split_list(nz, num_consts, num_carry)
     num_ys = len(jaxpr.out_avals) - num_carry
     carry_nz = init_nz
     for _ in range(num_carry + 1):
         _, out_nz = jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, instantiate=carry_nz + [False] * num_ys)
-        new = _diff([a or b for a, b in zip(carry_nz, out_nz[:num_carry])], in_avals[num_consts:num_consts + num_carry])
+        new = differentiable([a or b for a, b in zip(carry_nz, out_nz[:num_carry])],
+                             in_avals[num_consts:num_consts + num_carry])
         if new == carry_nz:
             break
         carry_nz = new
@@ -147,7 +135,7 @@ def _scan_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, num_consts: int, num_car
     m = len(jaxpr.out_avals)
     n_ct = sum(carry_nz)
     out_order = [*range(num_carry), *range(m, m + n_ct), *range(num_carry, m), *range(m + n_ct, m + n_ct + sum(ys_nz))]
-    body = _permuted(jj, in_order, out_order)
+    body = permute(jj, in_order, out_order)
 
     def tangent(i):
         t = tangents[i]
@@ -158,7 +146,7 @@ def _scan_jvp(primals, tangents, *, jaxpr: ClosedJaxpr, num_consts: int, num_car
         operands += [primals[i] for i in g] + [tangent(i) for i in g if nzs[i]]
     outs = scan_p.bind(*operands, jaxpr=body, num_consts=num_consts + sum(const_nz), num_carry=num_carry + n_ct,
                        length=length, reverse=reverse, unroll=unroll)
-    carry, carry_t, ys, ys_t = _split(outs, num_carry, n_ct, num_ys)
+    carry, carry_t, ys, ys_t = split_list(outs, num_carry, n_ct, num_ys)
     carry_t, ys_t = iter(carry_t), iter(ys_t)
     out_avals = [*jaxpr.out_avals[:num_carry], *(ShapedArray((length, *a.shape), a.dtype)
                                                   for a in jaxpr.out_avals[num_carry:])]
@@ -173,7 +161,7 @@ def _scan_partial_eval(trace, tracers, *, jaxpr: ClosedJaxpr, num_consts: int, n
     params = dict(jaxpr=jaxpr, num_consts=num_consts, num_carry=num_carry, length=length, reverse=reverse,
                   unroll=unroll)
     uk = [not t.pval.is_known for t in tracers]
-    const_uk, init_uk, xs_uk = _split(uk, num_consts, num_carry)
+    const_uk, init_uk, xs_uk = split_list(uk, num_consts, num_carry)
     num_ys = len(jaxpr.out_avals) - num_carry
     carry_uk = init_uk
     for _ in range(num_carry + 1):
@@ -235,7 +223,7 @@ def _scan_partial_eval(trace, tracers, *, jaxpr: ClosedJaxpr, num_consts: int, n
     U = split.unknown.jaxpr
     n_res = split.num_res
     res_in, rest_in = U.invars[:n_res], U.invars[n_res:]
-    uk_consts_in, uk_carry_in, uk_xs_in = _split(rest_in, sum(const_uk), sum(carry_uk))
+    uk_consts_in, uk_carry_in, uk_xs_in = split_list(rest_in, sum(const_uk), sum(carry_uk))
     intensive, extensive, int_vals, ext_vals = [], [], [], []
     h_it, s_it = iter(hoisted_vals), iter(stacked_vals)
     for r, (kind, j) in enumerate(kinds):
@@ -256,7 +244,7 @@ def _scan_partial_eval(trace, tracers, *, jaxpr: ClosedJaxpr, num_consts: int, n
     U2 = ClosedJaxpr(Jaxpr(U.constvars, [*intensive, *uk_consts_in, *uk_carry_in, *uk_xs_in, *extensive], U.eqns,
                            U.outvars), split.unknown.consts)
     uk_tracers = [trace.instantiate(t) for t, u in zip(tracers, const_uk + carry_uk + xs_uk) if u]
-    uc, ucarry, uxs = _split(uk_tracers, sum(const_uk), sum(carry_uk))
+    uc, ucarry, uxs = split_list(uk_tracers, sum(const_uk), sum(carry_uk))
     u_outs = trace.record(scan_p, [*int_vals, *uc, *ucarry, *uxs, *ext_vals],
                           dict(jaxpr=U2, num_consts=len(int_vals) + len(uc), num_carry=len(ucarry), length=length,
                                reverse=reverse, unroll=unroll))
@@ -279,7 +267,7 @@ def _invariant_vars(jaxpr: Jaxpr, const_vars) -> set:
 def _scan_transpose(cts, *args, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int, reverse: bool,
                     unroll: int):
     in_avals = jaxpr.in_avals
-    consts, init, xs = _split(args, num_consts, num_carry)
+    consts, init, xs = split_list(args, num_consts, num_carry)
     const_lin = [is_undefined(a) for a in consts]
     xs_lin = [is_undefined(a) for a in xs]
     x_avals = in_avals[num_consts + num_carry:]
@@ -296,13 +284,13 @@ def _scan_transpose(cts, *args, jaxpr: ClosedJaxpr, num_consts: int, num_carry: 
     n_ires, n_lc = len(ires), len(lin_c_avals)
 
     def transposed_body(*vals):
-        ires_v, ct_consts, ct_c, ct_y, eres_v = _split(vals, n_ires, n_lc, num_carry, len(y_avals))
+        ires_v, ct_consts, ct_c, ct_y, eres_v = split_list(vals, n_ires, n_lc, num_carry, len(y_avals))
         ir, er = iter(ires_v), iter(eres_v)
         body_args = [UndefinedPrimal(a) if lin else next(ir) for a, lin in zip(c_avals, const_lin)]
         body_args += [UndefinedPrimal(a) for a in carry_avals]
         body_args += [UndefinedPrimal(a) if lin else next(er) for a, lin in zip(x_avals, xs_lin)]
         cts_in = backward_pass(jaxpr, [], body_args, [*ct_c, *ct_y], instantiate=True)
-        c_lin, c_carry, c_xs = _split(cts_in, n_lc, num_carry)
+        c_lin, c_carry, c_xs = split_list(cts_in, n_lc, num_carry)
         return [*(add_tangents(a, b) for a, b in zip(ct_consts, c_lin, strict=True)), *c_carry, *c_xs]
 
     t_avals = [get_aval(a) for a in ires] + lin_c_avals + carry_avals + list(y_avals) + [
@@ -311,7 +299,7 @@ def _scan_transpose(cts, *args, jaxpr: ClosedJaxpr, num_consts: int, num_carry: 
     zeros = [instantiate(Zero(a)) for a in lin_c_avals]
     outs = scan_p.bind(*ires, *zeros, *ct_carry, *ct_ys, *eres, jaxpr=tj, num_consts=n_ires,
                        num_carry=n_lc + num_carry, length=length, reverse=not reverse, unroll=unroll)
-    ct_consts, ct_init, ct_xs = _split(outs, n_lc, num_carry)
+    ct_consts, ct_init, ct_xs = split_list(outs, n_lc, num_carry)
     cc, cx = iter(ct_consts), iter(ct_xs)
     result = [next(cc) if lin else None for lin in const_lin]
     result += [ct if is_undefined(a) else None for a, ct in zip(init, ct_init)]
@@ -331,7 +319,7 @@ def _scan_dce(eqn: Eqn, used_outputs: list[bool]) -> Eqn:
         if new == used_carry:
             break
         used_carry = new
-    used_consts, _, used_xs = _split(used_in, num_consts, num_carry)
+    used_consts, _, used_xs = split_list(used_in, num_consts, num_carry)
     keep_in = used_consts + used_carry + used_xs
     keep_out = used_carry + used_ys
     if all(keep_in) and all(keep_out):
@@ -394,9 +382,9 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     (tensor([1.75, 1.75]), tensor([2. , 3. , 3.5]))
     """
     init_paths, init_tree = jax.tree_util.tree_flatten_with_path(init)
-    init_leaves = [_operand(x, "init") for _, x in init_paths]
+    init_leaves = [loop_operand(x, "scan", "init") for _, x in init_paths]
     xs_leaves, xs_tree = jax.tree_util.tree_flatten(xs)
-    xs_leaves = [_operand(x, "xs") for x in xs_leaves]
+    xs_leaves = [loop_operand(x, "scan", "xs") for x in xs_leaves]
     length = _length(xs_leaves, length)
     unroll = _unroll(unroll, length)
     carry_avals = [get_aval(x) for x in init_leaves]
@@ -409,9 +397,9 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
         x = jax.tree_util.tree_unflatten(xs_tree, args[nc:])
         out = f(carry, x)
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
-            raise TypeError(f"scan: the body must return a pair (carry, y), got {_kind(out)}{where()}")
+            raise TypeError(f"scan: the body must return a pair (carry, y), got {kind_of(out)}{where()}")
         new_carry, y = out
-        leaves = _check_carry(new_carry, init_tree, init_paths, carry_avals)
+        leaves = check_carry(new_carry, init_tree, init_paths, carry_avals, op="scan", body="the body", init="init")
         y_leaves, tree = jax.tree_util.tree_flatten(y)
         y_tree.append(tree)
         return [*leaves, *(as_tensor(v) for v in y_leaves)]
@@ -427,34 +415,22 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     wc = body.written_captured
     ro = [k for k in range(n_cap) if k not in wc]
     j = body.jaxpr.jaxpr
-    cap_in, carry_in, x_in = _split(j.invars, n_cap, nc)
+    cap_in, carry_in, x_in = split_list(j.invars, n_cap, nc)
     n_out = body.num_outputs
-    outs, new_x, new_caps = _split(j.outvars, n_out, len(body.written_inputs))
+    outs, new_x, new_caps = split_list(j.outvars, n_out, len(body.written_inputs))
     new_x = [v for i, v in zip(body.written_inputs, new_x) if i >= nc]
     jaxpr = ClosedJaxpr(Jaxpr([], [*(cap_in[k] for k in ro), *(cap_in[k] for k in wc), *carry_in, *x_in], j.eqns,
                               [*new_caps, *outs[:nc], *outs[nc:], *new_x]), [])
     operands = [*(body.captured[k] for k in ro), *(body.captured[k] for k in wc), *init_leaves, *xs_leaves]
     results = scan_p.bind(*operands, jaxpr=jaxpr, num_consts=len(ro), num_carry=len(wc) + nc, length=length,
                           reverse=reverse, unroll=unroll)
-    cap_out, carry_out, rest = _split(results, len(wc), nc)
+    cap_out, carry_out, rest = split_list(results, len(wc), nc)
     ys, xs_out = rest[:len(rest) - len(written_x)], rest[len(rest) - len(written_x):]
     for k, v in zip(wc, cap_out):
         write_back(body.captured[k], v)
     for i, v in zip(written_x, xs_out):
         write_back(xs_leaves[i], v)
     return (jax.tree_util.tree_unflatten(init_tree, carry_out), jax.tree_util.tree_unflatten(y_tree[0], ys))
-
-
-def _operand(x, what: str):
-    if isinstance(x, Tensor):
-        return x
-    if x is None:
-        raise TypeError(f"scan: {what} holds None{where()}; a loop value must be a tensor")
-    return as_tensor(x)
-
-
-def _kind(x) -> str:
-    return f"{type(x).__name__} {x!r}" if len(repr(x)) < 60 else type(x).__name__
 
 
 def _length(xs_leaves, length) -> int:
@@ -497,27 +473,6 @@ def _unroll(unroll, length: int) -> int:
 def _slice_strides(x):
     s = getattr(x, "_strides", None)
     return tuple(s[1:]) if s is not None else None
-
-
-def _check_carry(new_carry, init_tree, init_paths, carry_avals) -> list:
-    leaves, tree = jax.tree_util.tree_flatten(new_carry)
-    if tree != init_tree:
-        raise TypeError(f"scan: the body's carry output must have the structure of init: expected {init_tree}, got "
-                        f"{tree}{where()}")
-    out = []
-    for (path, _), leaf, aval in zip(init_paths, leaves, carry_avals, strict=True):
-        if not isinstance(leaf, Tensor):
-            leaf = full(aval.shape, leaf, dtype=aval.dtype) if np.ndim(leaf) == 0 else as_tensor(leaf)
-        got = get_aval(leaf)
-        if got.shape != aval.shape:
-            raise ShapeError(f"scan: the carry {describe_path(path)} enters the body as {aval.str_short()} but the "
-                             f"body returns {got.str_short()}{where()}; a carry must keep its shape and dtype")
-        if got.dtype != aval.dtype:
-            raise DTypeError(f"scan: the carry {describe_path(path)} enters the body as {aval.str_short()} but the "
-                             f"body returns {got.str_short()}{where()}; a carry must keep its shape and dtype (convert "
-                             f"it: `.to({aval.dtype.name})`, or start from an init of the dtype it becomes)")
-        out.append(leaf)
-    return out
 
 
 def _check_captured_aliasing(body, xs_leaves, written_x) -> None:

@@ -1,0 +1,90 @@
+"""What the control-flow primitives share: cutting operand lists into their groups, rearranging a sub-program's
+binders, the fixed points' bookkeeping, and the frontends' checks of loop values (a carry keeps its type)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import jax
+import numpy as np
+
+from aotjax.core.avals import get_aval
+from aotjax.core.errors import DTypeError, ShapeError
+from aotjax.core.ir import ClosedJaxpr, Jaxpr, dce
+from aotjax.core.source_info import where
+from aotjax.interpreters.ad_util import is_differentiable
+from aotjax.ops._frontend import as_tensor
+from aotjax.ops.control_flow._body import describe_path
+from aotjax.ops.creation import full
+from aotjax.tensor import Tensor
+
+__all__ = ["split_list", "permute", "differentiable", "used_inputs", "loop_operand", "kind_of", "check_carry"]
+
+
+def split_list(seq, *sizes) -> list[list]:
+    """`seq` cut into consecutive groups of `sizes`, then the rest: `split_list(operands, num_consts, num_carry)` is
+    `[consts, carry, xs]`."""
+    out, i = [], 0
+    for n in sizes:
+        out.append(list(seq[i:i + n]))
+        i += n
+    out.append(list(seq[i:]))
+    return out
+
+
+def permute(closed: ClosedJaxpr, in_order, out_order) -> ClosedJaxpr:
+    """`closed` with its inputs and outputs reordered: input k of the result is input `in_order[k]`."""
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, [j.invars[i] for i in in_order], j.eqns, [j.outvars[i] for i in out_order]),
+                       closed.consts)
+
+
+def differentiable(flags, avals) -> list[bool]:
+    """`flags` where the value can have a tangent (integer and bool values never have one)."""
+    return [f and is_differentiable(a.dtype) for f, a in zip(flags, avals, strict=True)]
+
+
+def used_inputs(jaxpr: Jaxpr, used_outputs: Sequence[bool]) -> list[bool]:
+    """Which inputs of `jaxpr` the outputs marked in `used_outputs` read."""
+    outs = [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+    read = {id(a) for e in dce(jaxpr.eqns, outs) for a in e.inputs} | {id(a) for a in outs}
+    return [id(v) in read for v in jaxpr.invars]
+
+
+def loop_operand(x, op: str, what: str) -> Tensor:
+    """A leaf of a loop value (`init`, `xs`) as a tensor; `op` and `what` name it in the error for None."""
+    if isinstance(x, Tensor):
+        return x
+    if x is None:
+        raise TypeError(f"{op}: {what} holds None{where()}; a loop value must be a tensor")
+    return as_tensor(x)
+
+
+def kind_of(x) -> str:
+    """`x` in an error message: its type, and its value when short."""
+    return f"{type(x).__name__} {x!r}" if len(repr(x)) < 60 else type(x).__name__
+
+
+def check_carry(new_carry, init_tree, init_paths, carry_avals, *, op: str, body: str, init: str) -> list:
+    """The leaves of the carry `body` returned, as tensors, after checking that it has the structure of `init`
+    (`init_tree`) and each leaf the shape and dtype it entered with (`carry_avals`); errors name the leaf's
+    pytree path (`init_paths`, from `tree_flatten_with_path`). `op`, `body` and `init` name the loop, its body
+    and its initial value in the errors ("scan", "the body", "init")."""
+    leaves, tree = jax.tree_util.tree_flatten(new_carry)
+    if tree != init_tree:
+        raise TypeError(f"{op}: {body}'s carry output must have the structure of {init}: expected {init_tree}, got "
+                        f"{tree}{where()}")
+    out = []
+    for (path, _), leaf, aval in zip(init_paths, leaves, carry_avals, strict=True):
+        if not isinstance(leaf, Tensor):
+            leaf = full(aval.shape, leaf, dtype=aval.dtype) if np.ndim(leaf) == 0 else as_tensor(leaf)
+        got = get_aval(leaf)
+        if got.shape != aval.shape:
+            raise ShapeError(f"{op}: the carry {describe_path(path)} enters {body} as {aval.str_short()} but {body} "
+                             f"returns {got.str_short()}{where()}; a carry must keep its shape and dtype")
+        if got.dtype != aval.dtype:
+            raise DTypeError(f"{op}: the carry {describe_path(path)} enters {body} as {aval.str_short()} but {body} "
+                             f"returns {got.str_short()}{where()}; a carry must keep its shape and dtype (convert "
+                             f"it: `.to({aval.dtype.name})`, or start from an {init} of the dtype it becomes)")
+        out.append(leaf)
+    return out
+
