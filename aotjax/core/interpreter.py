@@ -52,6 +52,10 @@ class Trace:
         """Wrap a tracer of a lower level as this trace's tracer."""
         raise NotImplementedError
 
+    # NOTE: a trace that carries writes into tensors captured from outside the function it runs back to them
+    # (a control-flow body: the write becomes an extra output of its sub-program) accepts such writes.
+    carries_captured_writes: bool = False
+
     def is_captured(self, tracer: "Tracer") -> bool:
         """Whether `tracer` views a value this trace lifted from outside the function it runs (a tensor the
         function captured, through `pure` or `lift`): not an argument and not made inside, so not writable."""

@@ -56,6 +56,8 @@ class BodyTrace(FunctionalizeTrace):
     """Functionalize for a body: a captured tensor is writable; its storage becomes an input of the sub-program
     (see the module docstring). `main.global_data` is the trace interpreter below, which records the body."""
 
+    carries_captured_writes = True
+
     def __init__(self, main):
         super().__init__(main)
         self.captures: dict[int, _Capture] = {}
