@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from aotjax.ops.control_flow import scan
+from aotjax.ops.control_flow import cond, scan, switch
 
-__all__ = ["scan", "map"]
+__all__ = ["scan", "cond", "switch", "map"]
 
 
 def map(f: Callable, xs: Any):

@@ -28,6 +28,7 @@ TRANSPOSE_TESTED_ELSEWHERE = {
     "aot_lin": "its transpose is the compiled backward: tests/test_aot.py",
     "custom_lin": "its transpose is the user's bwd: tests/test_custom_derivatives.py",
     "scan": "transposed through its body: tests/test_scan.py (the dot-product test of a linear scan)",
+    "cond": "transposed through its branches: tests/test_cond.py (the dot-product test of a linear cond)",
 }
 
 
