@@ -19,6 +19,7 @@ import aotjax
 from aotjax import Tensor
 from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
 from aotjax.core.ir import dce_jaxpr
+from aotjax.interpreters.partial_eval import PartialVal, partial_eval_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, transpose_flat
 from tests.helpers import (
     FD_ATOL,
@@ -393,12 +394,37 @@ def test_partial_eval_merges_the_branches_residuals_by_type_and_forwards_operand
 
 
 def test_partial_eval_with_an_unknown_index_records_the_whole_cond():
-    def f(i, x):
-        return aotjax.switch(i, [lambda x: x.sin(), lambda x: x.cos()], x)
-
     x = aotjax.tensor([0.5, 1.0])
-    primal, f_lin = aotjax.linearize(lambda x: f(aotjax.tensor(1), x), x)
-    np.testing.assert_allclose(f_lin(aotjax.ones(2)).numpy(), -np.sin(x.numpy()), rtol=1e-6)
+
+    def f(i, x):
+        return aotjax.switch(i, [lambda x: x.sin(), lambda x: x.cos() * 2.0], x)
+
+    i = aotjax.tensor(1)
+    jaxpr, pvals_out, residuals = partial_eval_flat(f, [PartialVal.unknown(i.aval), PartialVal.known(x)])
+    (eqn,) = _conds(jaxpr)
+    assert not pvals_out[0].is_known and len(eqn.params["branches"]) == 2
+    assert [len(b.eqns) for b in eqn.params["branches"]] == [1, 2]  # the branches whole
+    np.testing.assert_allclose(aotjax.eval_jaxpr(jaxpr, *residuals, i)[0].numpy(), np.cos(x.numpy()) * 2.0)
+
+
+def test_linearize_runs_the_known_cond_now_and_the_linear_cond_later():
+    x = aotjax.tensor([0.5, 1.0])
+    primal, f_lin = aotjax.linearize(lambda x: aotjax.cond(x.sum() > 0, lambda x: x.sin(), lambda x: x * 2.0, x), x)
+    np.testing.assert_allclose(primal.numpy(), np.sin(x.numpy()), rtol=1e-6)
+    np.testing.assert_allclose(f_lin(aotjax.ones(2)).numpy(), np.cos(x.numpy()), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["data-pred", "writes-operand-True", "switch-1", "nested-TrueTrue"])
+def test_grad_of_grad_agrees_with_the_python_if(name):
+    p = PROGRAMS[name]
+
+    def hvp(L):
+        grads = aotjax.grad(_loss(p.run(L)), p.argnums)
+        args, _ = p.make()
+        return aotjax.grad(lambda *a: sum(g.sin().sum() for g in grads(*a)), p.argnums)(*args)
+
+    expected = hvp(_python_if_on_the_same_data(p))
+    assert_trees_close(expected, hvp(aotjax.lax), RTOL, ATOL, "grad(grad) of cond vs of the Python if")
 
 
 def test_dead_outputs_and_operands_leave_every_branch():
