@@ -5,7 +5,7 @@ from aotjax import lax  # noqa: F401,E402
 from aotjax.core import ClosedJaxpr, Jaxpr, ShapedArray, eval_jaxpr, typecheck
 from aotjax.core.checks import config  # noqa: F401
 from aotjax.dtypes import *  # noqa: F401,F403
-from aotjax.lax import fori_loop, scan, while_loop  # noqa: F401,E402
+from aotjax.lax import cond, fori_loop, scan, switch, while_loop  # noqa: F401,E402
 from aotjax.lowering import compile, to_jax  # noqa: F401
 from aotjax.ops import *  # noqa: F401,F403
 from aotjax.ops import random  # noqa: F401

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from aotjax.ops.control_flow import fori_loop, scan, while_loop
+from aotjax.ops.control_flow import cond, fori_loop, scan, switch, while_loop
 
-__all__ = ["scan", "map", "while_loop", "fori_loop"]
+__all__ = ["scan", "cond", "switch", "while_loop", "fori_loop", "map"]
 
 
 def map(f: Callable, xs: Any):

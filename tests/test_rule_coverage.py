@@ -32,6 +32,7 @@ TRANSPOSE_TESTED_ELSEWHERE = {
     "custom_lin": "its transpose is the user's bwd: tests/test_custom_derivatives.py",
     "scan": "transposed through its body: tests/test_scan.py (the dot-product test of a linear scan)",
     "while": "its transpose raises JAX's error (no residuals for an unknown trip count): tests/test_while_loop.py",
+    "cond": "transposed through its branches: tests/test_cond.py (the dot-product test of a linear cond)",
 }
 
 

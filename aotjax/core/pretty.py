@@ -119,6 +119,8 @@ def _param(v: Any, names: _Names, indent: int) -> str:
         v, consts = v.jaxpr, v.consts
     if isinstance(v, Jaxpr):
         return "\n" + _pp(v, names, indent + 6, False, consts)
+    if isinstance(v, tuple) and v and all(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v):  # NOTE: cond's branches
+        return "(" + "".join(_param(x, names, indent) for x in v) + "\n" + " " * (indent + 4) + ")"
     if isinstance(v, np.dtype):
         return v.name
     if isinstance(v, type) and issubclass(v, np.generic):
