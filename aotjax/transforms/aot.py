@@ -211,7 +211,11 @@ class _AotEntry(AotEntry):
 
     def vjp(self, wanted: tuple | None = None) -> "_AotVJP":
         """The forward and backward programs differentiating the inputs marked in `wanted` (default:
-        every floating-point input): cached per pattern, as `grad(f, argnums=...)` needs only some."""
+        every floating-point argument; captured tensors, the implicit inputs after the arguments, are not
+        differentiated, as in JAX): cached per pattern, as `grad(f, argnums=...)` needs only some."""
+        if wanted is None and self.staged.implicit:
+            n = len(self.staged.meta.groups) - len(self.staged.implicit)
+            wanted = (True,) * n + (False,) * len(self.staged.implicit)
         key = tuple(wanted) if wanted is not None else None
         v = self._vjps.get(key)
         if v is None:
