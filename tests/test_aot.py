@@ -439,31 +439,45 @@ def _checkpoint_closing_over_ids(w):
     return _embed(w).sum()
 
 
-_CONSTANT_CASES = [
-    (_index_built_inside, lambda: aotjax.tensor([1.0, 2.0, 3.0]), ["residual[0] mul"]),
-    (_captured_tensor, lambda: aotjax.tensor([1.0, 2.0, 3.0]), ["residual[0] cos"]),
-    (_checkpoint_closing_over_ids, lambda: _t(3, 2), ["residual[0] primal[w]"]),
+def test_backward_reading_a_constant_of_the_program():
+    fn, make = _index_built_inside, lambda: aotjax.tensor([1.0, 2.0, 3.0])
+    want = aotjax.grad(fn)(make())
+    _close(aotjax.grad(aotjax.aot(fn))(make()), want)
+    _close(aotjax.grad(aotjax.aot(fn, partition=min_cut_partition()))(make()), want)
+    _close(aotjax.aot(aotjax.grad(fn))(make()), want)
+    lowered = aotjax.aot(fn).lower(make())
+    assert [d.split(" at ")[0] for d in lowered.backward_inputs] == ["residual[0] mul", "cotangent[out]"]
+    assert all(np.issubdtype(r.aval.dtype, np.floating) for r in lowered.residuals)  # no index saved
+    constants = {id(v) for v in lowered.joint.jaxpr.constvars}
+    assert any(id(a) in constants for e in lowered.backward.eqns for a in e.inputs)  # the backward has them
+
+
+_CAPTURED_CASES = [
+    (_captured_tensor, lambda: aotjax.tensor([1.0, 2.0, 3.0]), ["residual[0] primal[captured[_SCALE]]",
+                                                                 "residual[1] cos"]),
+    (_checkpoint_closing_over_ids, lambda: _t(3, 2), ["residual[0] primal[w]", "residual[1] primal[captured[0]]"]),
 ]
 
 
-@pytest.mark.parametrize("fn,make,residuals", _CONSTANT_CASES, ids=["index_inside", "captured", "checkpoint_ids"])
-def test_backward_reading_a_constant_of_the_program(fn, make, residuals):
+@pytest.mark.parametrize("fn,make,residuals", _CAPTURED_CASES, ids=["captured", "checkpoint_ids"])
+def test_backward_reading_a_captured_tensor_gets_it_as_an_input(fn, make, residuals):
+    """A captured tensor is an implicit input (live state), not differentiated: the backward reads it as the
+    primal input it is, never a saved copy."""
     want = aotjax.grad(fn)(make())
     _close(aotjax.grad(aotjax.aot(fn))(make()), want)
     _close(aotjax.grad(aotjax.aot(fn, partition=min_cut_partition()))(make()), want)
     _close(aotjax.aot(aotjax.grad(fn))(make()), want)
     lowered = aotjax.aot(fn).lower(make())
     assert [d.split(" at ")[0] for d in lowered.backward_inputs] == residuals + ["cotangent[out]"]
-    assert all(np.issubdtype(r.aval.dtype, np.floating) for r in lowered.residuals)  # no index saved
-    constants = {id(v) for v in lowered.joint.jaxpr.constvars}
-    assert any(id(a) in constants for e in lowered.backward.eqns for a in e.inputs)  # the backward has them
+    assert all(r.why.startswith("argument") or np.issubdtype(r.aval.dtype, np.floating)
+               for r in lowered.residuals)  # an index is passed as the input it is, never saved
 
 
 def test_partitioner_saving_a_constant_gets_none():
     def save_everything(joint: JointInfo) -> Partitioned:
         return split(joint, [*joint.jaxpr.jaxpr.constvars, *joint.primals])
 
-    lowered = aotjax.aot(_captured_tensor, partition=save_everything).lower(aotjax.tensor([1.0, 2.0, 3.0]))
+    lowered = aotjax.aot(_index_built_inside, partition=save_everything).lower(aotjax.tensor([1.0, 2.0, 3.0]))
     assert [r.descriptor for r in lowered.residuals] == ["residual[0] primal[a]"]
 
 

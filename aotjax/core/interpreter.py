@@ -39,11 +39,7 @@ class MainTrace:
 
 
 class Trace:
-    """An interpreter. Subclasses implement `pure`, `lift` and `process_primitive`. `writes_captured`: whether the
-    function it runs may write in place into tensors it captured from outside (a loop body carries such writes out
-    to the caller); elsewhere such a write is refused."""
-
-    writes_captured = False
+    """An interpreter. Subclasses implement `pure`, `lift` and `process_primitive`."""
 
     def __init__(self, main: MainTrace):
         self.main = main
@@ -55,6 +51,12 @@ class Trace:
     def lift(self, tracer: "Tracer") -> "Tracer":
         """Wrap a tracer of a lower level as this trace's tracer."""
         raise NotImplementedError
+
+    def writes_captured(self, x: Any) -> bool:
+        """Whether the function this trace runs may write in place into `x`, a tensor it captured from outside (not
+        yet one of this trace's tracers): a trace that makes such writes effects of its own accepts them (a loop body
+        carries them out; jit makes a captured eager tensor an implicit input). Elsewhere they are refused."""
+        return False
 
     def is_captured(self, tracer: "Tracer") -> bool:
         """Whether `tracer` views a value this trace lifted from outside the function it runs (a tensor the

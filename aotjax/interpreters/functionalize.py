@@ -77,6 +77,10 @@ class FunctionalizeTrace(Trace):
     # NOTE: set by the boundary: the storage key of each argument group (`views.storage_key`) -> (its functional
     # storage, the chain of the group's base in the caller's storage).
     arguments: dict | None = None
+    # NOTE: set by a boundary that makes captured tensors live state (jit, aot, functionalize): an eager tensor the
+    # function captures is passed to `capture(val)`, which makes its storage an implicit input of the program and
+    # returns the functional tensor to read (None: it stays a read-only constant).
+    capture = None
 
     def new_tensor(self, base, origin=None, chain=(), aval=None, strides=None, offset: int = 0):
         """A functional tensor over a new storage holding `base` (a value of the levels below)."""
@@ -88,11 +92,18 @@ class FunctionalizeTrace(Trace):
             argument = self.arguments.get(views.storage_key(val)) if self.arguments else None
             if argument is not None:
                 return self._argument_view(val, *argument)
+            if self.capture is not None and type(val) is Tensor:
+                implicit = self.capture(val)
+                if implicit is not None:
+                    return implicit
             return FunctionalTensor(self, FunctionalStorage(val, captured=True), (), get_aval(val), val._strides,
                                     val._offset)
         return val  # NOTE: scalars and arrays pass through, so the trace below still makes them literals
 
     lift = pure
+
+    def writes_captured(self, x) -> bool:
+        return self.capture is not None and type(x) is Tensor  # NOTE: an eager tensor becomes an implicit input
 
     def is_captured(self, tracer) -> bool:
         return tracer._storage.captured

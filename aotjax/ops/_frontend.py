@@ -126,7 +126,7 @@ def bind_inplace(prim: Primitive, *args, **params):
     on a write: every in-place op goes through here, so they hold under every transform. A write into a
     tensor captured from outside the function being transformed raises (it must be an argument, so that
     the boundary can apply the write to the caller) unless that transform carries such writes out itself
-    (`Trace.writes_captured`: a loop body's), as does a data write into an expanded view. An
+    (`Trace.writes_captured`: a loop body, jit's live state), as does a data write into an expanded view. An
     AliasingError raised by the write (through a view that cannot be written) is prefixed with `prim`.
     A functional `prim` is simply bound (for helpers shared by an op and its in-place form).
 
@@ -166,7 +166,7 @@ def _check_writable(prim: Primitive, trace: Trace, args) -> None:
                     f"{where()}: `aotjax.tensor(...)` is a constant of the traced program (concrete: it can index, "
                     f"mask, be read by Python). Write into a copy of it (`aotjax.tensor(...).clone()`), which is "
                     f"the function's own tensor.")
-            if outside and trace.writes_captured:
+            if outside and trace.writes_captured(a):
                 continue  # NOTE: a loop body or branch: the write is carried out of it (aotjax.ops.control_flow._body)
             raise AliasingError(
                 f"{prim.name}: in-place write to a tensor captured from outside the function being "

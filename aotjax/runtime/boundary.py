@@ -147,6 +147,23 @@ def enter(trace, groups: list[InputGroup], base_values: list, leaves: list) -> l
     return inner
 
 
+def capture(trace, groups: list[InputGroup], leaves: list, inner: list, val: Tensor, make_base) -> FunctionalTensor:
+    """Make the storage of `val`, an eager tensor the function captured, an implicit input: live state, read at
+    every call and written back after it like an argument. Its whole storage becomes a new input group after the
+    others (its object appended to `leaves`, its functional tensor to `inner`), holding `make_base(base)` (the
+    value of the levels below: a new program input when staging); the function reads `val` through it, as it
+    reads every later capture of the same storage. Returns the functional tensor that stands for `val`."""
+    base = _storage_base(val) if val._chain else val
+    g = InputGroup([base], [[len(leaves)]], [()])
+    _describe_group(g)
+    storage = FunctionalStorage(make_base(base), origin=len(groups))
+    groups.append(g)
+    leaves.append(base)
+    inner.append(FunctionalTensor(trace, storage, (), g.aval, base._strides, base._offset))
+    trace.arguments[views.storage_key(base)] = (storage, ())
+    return trace._argument_view(val, storage, ())
+
+
 def _map_captured(arguments: dict, g: InputGroup, storage: FunctionalStorage) -> None:
     """A tensor the function captures that shares memory with group `g` is read through its storage: keyed by
     the group's storage, and by whatever an enclosing transform maps onto the group's argument."""

@@ -211,7 +211,11 @@ class _AotEntry(AotEntry):
 
     def vjp(self, wanted: tuple | None = None) -> "_AotVJP":
         """The forward and backward programs differentiating the inputs marked in `wanted` (default:
-        every floating-point input): cached per pattern, as `grad(f, argnums=...)` needs only some."""
+        every floating-point argument; captured tensors, the implicit inputs after the arguments, are not
+        differentiated, as in JAX): cached per pattern, as `grad(f, argnums=...)` needs only some."""
+        if wanted is None and self.staged.implicit:
+            n = len(self.staged.meta.groups) - len(self.staged.implicit)
+            wanted = (True,) * n + (False,) * len(self.staged.implicit)
         key = tuple(wanted) if wanted is not None else None
         v = self._vjps.get(key)
         if v is None:
@@ -273,14 +277,26 @@ class Aot(Jitted):
             entry = self._publish(key, self._stage(args, kwargs))
         return entry
 
+    def _live_entry(self, args, kwargs, key, leaves) -> tuple[_AotEntry, list]:
+        """The entry for `key` and the call's flat inputs, captured tensors included (traced again if they no
+        longer fit: see `Staged.call_leaves`)."""
+        entry = self._entry(args, kwargs, key)
+        full = entry.staged.call_leaves(leaves)
+        if full is None:
+            entry = self._cache[key] = self._stage(args, kwargs)
+            full = entry.staged.call_leaves(leaves)
+        return entry, full
+
     def __call__(self, *args, **kwargs):
         leaves, in_tree, statics = self._split(args, kwargs)
         statics = guards.hashable_statics(statics) if statics else ()
         signature = guards.call_key(leaves)
         if signature is not None and not guards.under_transform():  # eager: the inference program, boundary restored
-            entry = self._entry(args, kwargs, (in_tree, statics, signature, self.checks_enabled))
+            key = (in_tree, statics, signature, self.checks_enabled)
+            entry, leaves = self._live_entry(args, kwargs, key, leaves)
             return entry.plain.run(leaves, entry.plain.fn)
-        entry = self._entry(args, kwargs, (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled))
+        key = (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled)
+        entry, leaves = self._live_entry(args, kwargs, key, leaves)
         meta = entry.staged.meta
         bases = [_operand(b, g) for b, g in zip(boundary.entry_bases(meta.groups, leaves), meta.groups, strict=True)]
         outs = aot_call_p.bind(*bases, entry=entry)

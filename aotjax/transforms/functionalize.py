@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import functools
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import jax
 
+from aotjax.core.avals import get_aval
 from aotjax.core.interpreter import full_raise, new_main
 from aotjax.core.ir import ClosedJaxpr, JaxprMeta
 from aotjax.interpreters.functionalize import FunctionalizeTrace
 from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
+from aotjax.ops._frontend import constants_made_inside
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import BoundaryMeta, InputGroup, OutKind, Slot
+from aotjax.tensor import Tensor
 from aotjax.transforms.argnums import normalize_argnums
 from aotjax.transforms.make_jaxpr import split_static
 
@@ -50,11 +53,13 @@ def functionalize(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Ca
     def wrapped(*args, **kwargs):
         dyn, _, merge = split_static(args, static_argnums, kwargs, "functionalize", fun)
         leaves, in_tree = jax.tree_util.tree_flatten((dyn, kwargs))
+        n_explicit = len(leaves)
         groups = boundary.group_inputs(leaves)
         bases = boundary.entry_bases(groups, leaves)  # NOTE: read at the caller's level, before the new one
         with new_main(FunctionalizeTrace, dynamic=True) as main:
             inner = boundary.enter(main.trace, groups, bases, leaves)
-            inner_args, inner_kwargs = jax.tree_util.tree_unflatten(in_tree, inner)
+            main.trace.capture = functools.partial(_capture, main.trace, groups, leaves, inner, boundary.snapshot)
+            inner_args, inner_kwargs = jax.tree_util.tree_unflatten(in_tree, inner[:n_explicit])
             out = fun(*merge(inner_args), **inner_kwargs)
             out_leaves, out_tree = jax.tree_util.tree_flatten(out)
             body = boundary.collect(main.trace, groups, inner, out_leaves, out_tree)
@@ -74,6 +79,18 @@ class Staged:
     groups: list[InputGroup]
     leaves: list
     key: tuple | None = None
+    implicit: list = field(default_factory=list)  # the captured tensors that are implicit inputs, after the others
+
+    def call_leaves(self, leaves: list) -> list | None:
+        """A call's flat arguments followed by the implicit inputs (their current values are read), or None when
+        the program no longer fits them (a captured tensor changed shape or dtype, or the call passes it as an
+        argument too): then it is traced again."""
+        if not self.implicit:
+            return leaves
+        full = [*leaves, *self.implicit]
+        from aotjax.runtime.guards import call_key  # NOTE: guards import the boundary, which this module uses
+
+        return full if call_key(full) == self.key else None
 
     def release(self) -> "Staged":
         """Drop the references to the traced call's arguments; returns self."""
@@ -87,7 +104,7 @@ class Staged:
 
 
 def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_argnums: Sequence[int] = (),
-                         what: str = "jit") -> Staged:
+                         what: str = "jit", live: bool = True) -> Staged:
     """Trace `fun(*args, **kwargs)` through functionalize into a pure ClosedJaxpr (inputs: the input
     groups' bases; outputs: new values, then the new bases of written inputs, then the intermediate
     bases that outputs view) and the BoundaryMeta that maps its results back onto the call: the
@@ -95,13 +112,21 @@ def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_arg
     dyn, static, merge = split_static(args, static_argnums, kwargs, what, fun)
     path_leaves, in_tree = jax.tree_util.tree_flatten_with_path((dyn, kwargs))
     leaves = [x for _, x in path_leaves]
+    n_explicit = len(leaves)
     groups = boundary.group_inputs(leaves, scalars=True)
     with new_main(JaxprTrace, JaxprBuilder(), dynamic=True) as jmain:
         jtrace = jmain.trace
         base_tracers = [jtrace.builder.new_arg(jtrace, g.base_aval()) for g in groups]
+
+        def new_input(base):
+            base_tracers.append(jtrace.builder.new_arg(jtrace, get_aval(base)))
+            return base_tracers[-1]
+
         with new_main(FunctionalizeTrace, dynamic=True) as fmain:
             inner = boundary.enter(fmain.trace, groups, base_tracers, leaves)
-            inner_args, inner_kwargs = jax.tree_util.tree_unflatten(in_tree, inner)
+            if live:
+                fmain.trace.capture = functools.partial(_capture, fmain.trace, groups, leaves, inner, new_input)
+            inner_args, inner_kwargs = jax.tree_util.tree_unflatten(in_tree, inner[:n_explicit])
             out = fun(*merge(inner_args), **inner_kwargs)
             out_paths, out_tree = jax.tree_util.tree_flatten_with_path(out)
             body = boundary.collect(fmain.trace, groups, inner, [o for _, o in out_paths], out_tree)
@@ -111,10 +136,49 @@ def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_arg
                   for slot, k in meta.layout]
         out_tracers = [full_raise(jtrace, v) for v in values]
         closed = jtrace.builder.build([t._var for t in base_tracers], out_tracers)
-    meta.input_names = _input_names(fun, path_leaves, len(args), static)
+    implicit = leaves[n_explicit:]
+    meta.input_names = _input_names(fun, path_leaves, len(args), static) + _captured_names(fun, implicit)
     meta.output_names = ["out" + jax.tree_util.keystr(p) for p, _ in out_paths]
     closed.meta = JaxprMeta(name=getattr(fun, "__name__", "fn"))
-    return Staged(closed, meta, groups, leaves)
+    return Staged(closed, meta, groups, leaves, implicit=implicit)
+
+
+def _capture(trace, groups, leaves, inner, new_input, val):
+    """`FunctionalizeTrace.capture` at a staging boundary: a captured eager tensor becomes an implicit input of the
+    program (`boundary.capture`), unless it is a constant `aotjax.tensor(...)` made inside the function."""
+    if val._storage in constants_made_inside:
+        return None
+    return boundary.capture(trace, groups, leaves, inner, val, new_input)
+
+
+def _captured_names(fun: Callable, implicit: list) -> list[str]:
+    """`captured[w]` for each implicit input: the name the function reads it by (a closure variable or a global),
+    else its position (`captured[0]`)."""
+    names = []
+    for k, base in enumerate(implicit):
+        names.append(f"captured[{_name_in(fun, base) or k}]")
+    return names
+
+
+def _name_in(fun: Callable, x) -> str | None:
+    """The name of a closure variable or global of `fun` that is `x` or shares its storage, if any."""
+    fun = inspect.unwrap(getattr(fun, "__func__", fun))
+    code = getattr(fun, "__code__", None)
+    if code is None:
+        return None
+    key = id(x._storage)
+    for name, cell in zip(code.co_freevars, fun.__closure__ or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # NOTE: an empty cell (a variable assigned later)
+            continue
+        if isinstance(value, Tensor) and id(value._storage) == key:
+            return name
+    for name in code.co_names:
+        value = fun.__globals__.get(name)
+        if isinstance(value, Tensor) and id(value._storage) == key:
+            return name
+    return None
 
 
 def _output_layout(meta: BoundaryMeta) -> list[tuple[Slot, int]]:

@@ -158,7 +158,11 @@ class Jitted:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._publish(key, self._stage(args, kwargs))
-        return entry.run(leaves, entry.fn)
+        full = entry.staged.call_leaves(leaves)
+        if full is None:  # NOTE: a captured tensor changed shape or dtype, or is an argument now: trace again
+            entry = self._cache[key] = self._stage(args, kwargs)
+            full = entry.staged.call_leaves(leaves)
+        return entry.run(full, entry.fn)
 
     def _publish(self, key, entry):
         """Cache `entry`, fully built, for `key`; returns the cached entry.
@@ -238,6 +242,7 @@ class Lowered:
             return [read(o) for o in eval_jaxpr(closed, *map(_wrap, vals))]
 
         leaves, _, _ = self._jitted._split(args, kwargs)
+        leaves = self._entry.staged.call_leaves(leaves)
         return self._entry.run(leaves, interpret, checked=False)  # NOTE: eval_jaxpr runs the checks eagerly
 
     def compile(self) -> "Compiled":
@@ -263,7 +268,8 @@ class Compiled:
 
     def __call__(self, *args, **kwargs):
         leaves, _, _ = self._jitted._split(args, kwargs)
-        if guards.call_key(leaves) != self._entry.staged.key:
+        leaves = self._entry.staged.call_leaves(leaves) if self._entry.staged.implicit else leaves
+        if leaves is None or guards.call_key(leaves) != self._entry.staged.key:
             raise TypeError("Compiled: these arguments do not match the signature it was compiled for (shapes, "
                             "dtypes or aliasing pattern); call the jitted function instead, which compiles again")
         return self._entry.run(leaves, self._executable)

@@ -56,7 +56,8 @@ class BodyTrace(FunctionalizeTrace):
     """Functionalize for a body: a captured tensor is writable; its storage becomes an input of the sub-program
     (see the module docstring). `main.global_data` is the trace interpreter below, which records the body."""
 
-    writes_captured = True
+    def writes_captured(self, x) -> bool:
+        return True  # NOTE: its writes into captured tensors are carried out (see the module docstring)
 
     def __init__(self, main):
         super().__init__(main)
