@@ -52,10 +52,20 @@ class Trace:
         """Wrap a tracer of a lower level as this trace's tracer."""
         raise NotImplementedError
 
+    # NOTE: a trace that carries writes into tensors captured from outside the function it runs back to them
+    # (a control-flow body: the write becomes an extra output of its sub-program) accepts such writes.
+    carries_captured_writes: bool = False
+
     def is_captured(self, tracer: "Tracer") -> bool:
         """Whether `tracer` views a value this trace lifted from outside the function it runs (a tensor the
         function captured, through `pure` or `lift`): not an argument and not made inside, so not writable."""
         return False
+
+    def view_base(self, tracer: "Tracer") -> tuple[int, "Tracer", tuple]:
+        """The memory `tracer` views, for control flow capturing it: a key shared by the tracers viewing the same
+        memory, the tracer of all of it (its current value) and the view chain from that to `tracer`. A trace that
+        tracks no views answers that every tracer is its own memory."""
+        return id(tracer), tracer, ()
 
     def argument_keys(self, tracer: "Tracer") -> list:
         """`(storage key, chain)` of the captured tensors that `tracer`, an argument of the function this trace

@@ -153,17 +153,21 @@ def _check_writable(prim: Primitive, trace: Trace, args) -> None:
     data = prim.metadata_view is None  # NOTE: a view of a captured tensor may change its own view (`t_`), not data
     for i in prim.mutates:
         a = args[i]
-        if not (isinstance(a, Tracer) and a._trace.main is trace.main) or (data and trace.is_captured(a)):
-            if not isinstance(a, Tracer) and a._storage in constants_made_inside:
-                raise AliasingError(
-                    f"{prim.name}: in-place write to a tensor made from data inside the function being transformed"
-                    f"{where()}: `aotjax.tensor(...)` is a constant of the traced program (concrete: it can index, "
-                    f"mask, be read by Python). Write into a copy of it (`aotjax.tensor(...).clone()`), which is "
-                    f"the function's own tensor.")
+        own = isinstance(a, Tracer) and a._trace.main is trace.main
+        if own and not (data and trace.is_captured(a)):
+            continue
+        if not isinstance(a, Tracer) and a._storage in constants_made_inside:
             raise AliasingError(
-                f"{prim.name}: in-place write to a tensor captured from outside the function being "
-                f"transformed{where()}. Pass the tensor to the function as an argument (its mutation is "
-                f"then applied to the caller's tensor), or write into a copy (`t.clone()`).")
+                f"{prim.name}: in-place write to a tensor made from data inside the function being transformed"
+                f"{where()}: `aotjax.tensor(...)` is a constant of the traced program (concrete: it can index, "
+                f"mask, be read by Python). Write into a copy of it (`aotjax.tensor(...).clone()`), which is "
+                f"the function's own tensor.")
+        if not own and trace.carries_captured_writes:
+            continue
+        raise AliasingError(
+            f"{prim.name}: in-place write to a tensor captured from outside the function being "
+            f"transformed{where()}. Pass the tensor to the function as an argument (its mutation is "
+            f"then applied to the caller's tensor), or write into a copy (`t.clone()`).")
 
 
 # NOTE: the storages of tensors `aotjax.tensor` made while a transform traced, so that a write into one is

@@ -21,16 +21,17 @@ body captures and writes is carried through the loop and written back to the cal
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from aotjax.core import views
 from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
+from aotjax.core.interpreter import Tracer
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
@@ -41,7 +42,7 @@ from aotjax.interpreters.partial_eval import ResidualSource, partial_eval_jaxpr,
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass, is_undefined, transpose_rules
 from aotjax.ops._frontend import as_tensor
-from aotjax.ops.control_flow._body import describe_path, trace_body, write_back
+from aotjax.ops.control_flow._body import describe_path, memory_key, trace_body, write_back
 from aotjax.ops.creation import full
 from aotjax.tensor import Tensor
 
@@ -422,7 +423,21 @@ def _operand(x, what: str):
 
 
 def _kind(x) -> str:
+    if isinstance(x, Tensor):
+        return f"a {'traced ' if isinstance(x, Tracer) else ''}tensor {x.aval.str_short()}"
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of {len(x)}"
     return f"{type(x).__name__} {x!r}" if len(repr(x)) < 60 else type(x).__name__
+
+
+def _static_int(value, what: str) -> int:
+    """`value` as a Python int (a scan's shape is static), or a TypeError naming `what` (`length`, `unroll`)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        traced = ("; it fixes the shape of the loop, so it cannot be a traced value (pass it with static_argnums)"
+                  if isinstance(value, Tracer) else "")
+        raise TypeError(f"scan: {what} must be a Python int, got {_kind(value)}{where()}{traced}") from None
 
 
 def _length(xs_leaves, length) -> int:
@@ -433,10 +448,7 @@ def _length(xs_leaves, length) -> int:
                              f"{where()}")
         lengths.add(x.shape[0])
     if length is not None:
-        try:
-            length = int(length)
-        except TypeError:
-            raise TypeError(f"scan: length must be a Python int, got {type(length).__name__}{where()}") from None
+        length = _static_int(length, "length")
         if lengths and lengths != {length}:
             raise ShapeError(f"scan: length={length} but the xs have leading axes {sorted(lengths)}{where()}")
         if length < 0:
@@ -453,10 +465,7 @@ def _length(xs_leaves, length) -> int:
 def _unroll(unroll, length: int) -> int:
     if isinstance(unroll, (bool, np.bool_)):
         return max(length, 1) if unroll else 1
-    try:
-        unroll = int(unroll)
-    except TypeError:
-        raise TypeError(f"scan: unroll must be a Python int or bool, got {type(unroll).__name__}{where()}") from None
+    unroll = _static_int(unroll, "unroll")
     if unroll < 1:
         raise ValueError(f"scan: unroll must be a positive int or a bool, got {unroll}{where()}")
     return unroll
@@ -470,8 +479,11 @@ def _slice_strides(x):
 def _check_carry(new_carry, init_tree, init_paths, carry_avals) -> list:
     leaves, tree = jax.tree_util.tree_flatten(new_carry)
     if tree != init_tree:
-        raise TypeError(f"scan: the body's carry output must have the structure of init: expected {init_tree}, got "
-                        f"{tree}{where()}")
+        expected = [describe_path(p) for p, _ in init_paths]
+        got = [describe_path(p) for p, _ in jax.tree_util.tree_flatten_with_path(new_carry)[0]]
+        detail = f" (init is {init_tree}, the body returns {tree})" if expected == got else ""
+        raise TypeError(f"scan: the body's carry output must have the structure of init{where()}: init has "
+                        f"{_leaves_at(expected)}; the body's carry has {_leaves_at(got)}{detail}")
     out = []
     for (path, _), leaf, aval in zip(init_paths, leaves, carry_avals, strict=True):
         if not isinstance(leaf, Tensor):
@@ -488,8 +500,15 @@ def _check_carry(new_carry, init_tree, init_paths, carry_avals) -> list:
     return out
 
 
+def _leaves_at(paths: list[str]) -> str:
+    if not paths:
+        return "no leaf"
+    shown = ", ".join(paths[:6]) + (f", ... ({len(paths)} in all)" if len(paths) > 6 else "")
+    return f"{'a leaf' if len(paths) == 1 else 'leaves'} at {shown}"
+
+
 def _check_captured_aliasing(body, xs_leaves, written_x) -> None:
-    xs_keys = {views.storage_key(x): i for i, x in enumerate(xs_leaves)}
+    xs_keys = {memory_key(x): i for i, x in enumerate(xs_leaves)}
     for k, key in enumerate(body.captured_keys[:len(body.captured)]):
         i = xs_keys.get(key)
         if i is not None and (written_x or k in body.written_captured):
@@ -505,7 +524,7 @@ def _check_xs_aliasing(xs_leaves, written_x) -> None:
         return
     seen = {}
     for i, x in enumerate(xs_leaves):
-        key = views.storage_key(x)
+        key = memory_key(x)
         if key in seen and (i in written_x or seen[key] in written_x):
             raise UnsupportedError(
                 f"scan: xs leaves {seen[key]} and {i} share memory and the body writes into its x{where()}; scan over "
