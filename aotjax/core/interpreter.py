@@ -63,6 +63,12 @@ class Trace:
         function captured, through `pure` or `lift`): not an argument and not made inside, so not writable."""
         return False
 
+    def view_base(self, tracer: "Tracer") -> tuple[int, "Tracer", tuple]:
+        """The memory `tracer` views, for control flow capturing it: a key shared by the tracers viewing the same
+        memory, the tracer of all of it (its current value) and the view chain from that to `tracer`. A trace that
+        tracks no views answers that every tracer is its own memory."""
+        return id(tracer), tracer, ()
+
     def argument_keys(self, tracer: "Tracer") -> list:
         """`(storage key, chain)` of the captured tensors that `tracer`, an argument of the function this trace
         runs, stands for (captured tensors sharing memory with it): what a transform nested inside maps too."""

@@ -42,6 +42,12 @@ class JaxprBuilder:
         # memory with one is read through
         self.arguments: dict[int, list[tuple[JaxprTracer, tuple]]] = {}
         self.passed_twice: set[int] = set()  # ids of the tracers of a tensor passed as several arguments
+        # NOTE: the memory each traced tensor views, which the program as written leaves to reference semantics:
+        # var -> (the var of the tensor that first held that memory, the view chain from it), and that tensor's
+        # latest var (a write into it binds a new one). Control flow reads it (`JaxprTrace.view_base`): the views
+        # of one tensor that a body captures must stay views of one value in its pure sub-program.
+        self.view_of: dict[Var, tuple[Var, tuple]] = {}
+        self.latest: dict[Var, Var | None] = {}
 
     def new_arg(self, trace: "JaxprTrace", aval: ShapedArray, strides=None, offset: int = 0) -> JaxprTracer:
         return JaxprTracer(trace, Var(aval), strides, offset)
@@ -102,12 +108,36 @@ class JaxprTrace(Trace):
                         f"the tensor once, or trace with jit or functionalize, which make it one input.")
                 t._strides, t._offset = view_layout(prim.metadata_view, t, avals_out[0].shape, params)
             for t, v in zip(written, outvars):
+                self._note_write(t._var, v, metadata=prim.metadata_view is not None)
                 t._var = v
                 t._aval = v.aval
             return written
-        if prim.kind is Kind.VIEW and tracers[0]._var in self.builder.captured:
-            self.builder.captured.update(outvars)
+        if prim.kind is Kind.VIEW:
+            if tracers[0]._var in self.builder.captured:
+                self.builder.captured.update(outvars)
+            root, chain = self.builder.view_of.get(tracers[0]._var, (tracers[0]._var, ()))
+            self.builder.view_of[outvars[0]] = (root, chain + (views.ViewStep.make(prim, params),))
         return record_layout(prim, tracers, [JaxprTracer(self, v) for v in outvars], params)
+
+    def _note_write(self, old: Var, new: Var, metadata: bool) -> None:
+        """`new` is the var of the tensor that was `old` after an in-place write (see `JaxprBuilder.view_of`)."""
+        root, chain = self.builder.view_of.get(old, (old, ()))
+        if metadata:
+            # NOTE: a tensor that changed its own view (`t_`) is traced as its own memory from now on; if it was the
+            # memory's first tensor, the views made from it are no longer views of what its var reads: untracked
+            if not chain:
+                self.builder.latest[root] = None
+            return
+        self.builder.view_of[new] = (root, chain)
+        if not chain:
+            self.builder.latest[root] = new
+
+    def view_base(self, tracer):
+        root, chain = self.builder.view_of.get(tracer._var, (tracer._var, ()))
+        latest = self.builder.latest.get(root, root)
+        if latest is None:
+            return id(tracer), tracer, ()
+        return id(root), JaxprTracer(self, latest), chain
 
 
 def _argument_view(val: Tensor, arguments: list) -> JaxprTracer:

@@ -167,7 +167,7 @@ def _check_writable(prim: Primitive, trace: Trace, args) -> None:
                     f"mask, be read by Python). Write into a copy of it (`aotjax.tensor(...).clone()`), which is "
                     f"the function's own tensor.")
             if outside and trace.writes_captured(a):
-                continue  # NOTE: a loop body or branch: the write is carried out of it (aotjax.ops.control_flow._body)
+                continue  # NOTE: a loop body, jit's live state: the write is carried out (`Trace.writes_captured`)
             raise AliasingError(
                 f"{prim.name}: in-place write to a tensor captured from outside the function being "
                 f"transformed{where()}. Pass the tensor to the function as an argument (its mutation is "

@@ -29,7 +29,7 @@ import jax
 from aotjax.core import views
 from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.errors import UnsupportedError
-from aotjax.core.interpreter import below, full_raise, new_main
+from aotjax.core.interpreter import Tracer, below, full_raise, new_main
 from aotjax.core.ir import ClosedJaxpr, Jaxpr, dce
 from aotjax.core.source_info import where
 from aotjax.core.typecheck import typecheck, typecheck_enabled
@@ -39,7 +39,7 @@ from aotjax.ops._frontend import bind_inplace
 from aotjax.ops.indexing import copy__p
 from aotjax.tensor import Tensor
 
-__all__ = ["Body", "trace_body", "write_back", "caller_base", "describe_path"]
+__all__ = ["Body", "trace_body", "write_back", "caller_base", "memory_of", "memory_key", "describe_path"]
 
 
 class _Capture:
@@ -67,14 +67,12 @@ class BodyTrace(FunctionalizeTrace):
     def pure(self, val):
         if not isinstance(val, Tensor):
             return val  # NOTE: scalars stay literals, arrays constants of the trace below (then operands)
-        key = views.storage_key(val)
+        key, outer, chain = memory_of(val)
         cap = self.captures.get(key)
         if cap is None:
-            outer = caller_base(val)
             jtrace: JaxprTrace = self.main.global_data
-            tracer = jtrace.builder.const(jtrace, outer, _base_aval(val))
+            tracer = jtrace.builder.const(jtrace, outer, get_aval(outer))
             cap = self.captures[key] = _Capture(outer, FunctionalStorage(tracer), tracer)
-        chain = val._chain if _has_storage(val) else ()
         t = FunctionalTensor(self, cap.storage, chain, get_aval(val), val._strides, val._offset)
         self.captured_views.append((t, len(chain)))
         return t
@@ -102,10 +100,20 @@ def caller_base(x):
     return x  # NOTE: the tensors of other interpreters hold no view chain: each is its own base
 
 
-def _base_aval(x) -> ShapedArray:
-    if _has_storage(x) and x._chain:
-        return get_aval(x._storage.base)
-    return get_aval(x)
+def memory_of(x) -> tuple[int, Any, tuple]:
+    """The memory the caller's tensor `x` views: a key shared by the tensors viewing it, the caller-level tensor
+    that is all of it (`caller_base`) and the view chain from that to `x`. Eager and functionalized tensors hold
+    their storage; a tracer of another interpreter asks its trace (`Trace.view_base`)."""
+    if _has_storage(x):
+        return views.storage_key(x), caller_base(x), x._chain
+    if isinstance(x, Tracer):
+        return x._trace.view_base(x)
+    return id(x), x, ()
+
+
+def memory_key(x) -> int:
+    """What the caller's tensors sharing memory with `x` have in common (see `memory_of`)."""
+    return memory_of(x)[0]
 
 
 @dataclass

@@ -9,6 +9,7 @@ import numpy as np
 
 from aotjax.core.avals import get_aval
 from aotjax.core.errors import DTypeError, ShapeError
+from aotjax.core.interpreter import Tracer
 from aotjax.core.ir import ClosedJaxpr, Jaxpr, dce
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import is_differentiable
@@ -60,7 +61,12 @@ def loop_operand(x, op: str, what: str) -> Tensor:
 
 
 def kind_of(x) -> str:
-    """`x` in an error message: its type, and its value when short."""
+    """`x` in an error message: a tensor by its type (`a traced tensor f32[]`), a tuple or list by its length, other
+    values by their type and, when short, their value."""
+    if isinstance(x, Tensor):
+        return f"a {'traced ' if isinstance(x, Tracer) else ''}tensor {x.aval.str_short()}"
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of {len(x)}"
     return f"{type(x).__name__} {x!r}" if len(repr(x)) < 60 else type(x).__name__
 
 
@@ -71,8 +77,11 @@ def check_carry(new_carry, init_tree, init_paths, carry_avals, *, op: str, body:
     and its initial value in the errors ("scan", "the body", "init")."""
     leaves, tree = jax.tree_util.tree_flatten(new_carry)
     if tree != init_tree:
-        raise TypeError(f"{op}: {body}'s carry output must have the structure of {init}: expected {init_tree}, got "
-                        f"{tree}{where()}")
+        expected = [describe_path(p) for p, _ in init_paths]
+        got = [describe_path(p) for p, _ in jax.tree_util.tree_flatten_with_path(new_carry)[0]]
+        detail = f" ({init} is {init_tree}, {body} returns {tree})" if expected == got else ""
+        raise TypeError(f"{op}: {body}'s carry output must have the structure of {init}{where()}: {init} has "
+                        f"{_leaves_at(expected)}; {body}'s carry has {_leaves_at(got)}{detail}")
     out = []
     for (path, _), leaf, aval in zip(init_paths, leaves, carry_avals, strict=True):
         if not isinstance(leaf, Tensor):
@@ -88,3 +97,10 @@ def check_carry(new_carry, init_tree, init_paths, carry_avals, *, op: str, body:
         out.append(leaf)
     return out
 
+
+
+def _leaves_at(paths: list[str]) -> str:
+    if not paths:
+        return "no leaf"
+    shown = ", ".join(paths[:6]) + (f", ... ({len(paths)} in all)" if len(paths) > 6 else "")
+    return f"{'a leaf' if len(paths) == 1 else 'leaves'} at {shown}"

@@ -21,17 +21,18 @@ body captures and writes is carried through the loop and written back to the cal
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from aotjax.core import views
 from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.checks import check_record
 from aotjax.core.errors import ShapeError, UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
+from aotjax.core.interpreter import Tracer
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, prune_jaxpr
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
@@ -47,7 +48,7 @@ from aotjax.interpreters.partial_eval import (
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass, is_undefined, transpose_rules
 from aotjax.ops._frontend import as_tensor
-from aotjax.ops.control_flow._body import trace_body, write_back
+from aotjax.ops.control_flow._body import memory_key, trace_body, write_back
 from aotjax.ops.control_flow._common import (
     check_carry,
     differentiable,
@@ -433,6 +434,16 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     return (jax.tree_util.tree_unflatten(init_tree, carry_out), jax.tree_util.tree_unflatten(y_tree[0], ys))
 
 
+def _static_int(value, what: str) -> int:
+    """`value` as a Python int (a scan's shape is static), or a TypeError naming `what` (`length`, `unroll`)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        traced = ("; it fixes the shape of the loop, so it cannot be a traced value (pass it with static_argnums)"
+                  if isinstance(value, Tracer) else "")
+        raise TypeError(f"scan: {what} must be a Python int, got {kind_of(value)}{where()}{traced}") from None
+
+
 def _length(xs_leaves, length) -> int:
     lengths = set()
     for x in xs_leaves:
@@ -441,10 +452,7 @@ def _length(xs_leaves, length) -> int:
                              f"{where()}")
         lengths.add(x.shape[0])
     if length is not None:
-        try:
-            length = int(length)
-        except TypeError:
-            raise TypeError(f"scan: length must be a Python int, got {type(length).__name__}{where()}") from None
+        length = _static_int(length, "length")
         if lengths and lengths != {length}:
             raise ShapeError(f"scan: length={length} but the xs have leading axes {sorted(lengths)}{where()}")
         if length < 0:
@@ -461,10 +469,7 @@ def _length(xs_leaves, length) -> int:
 def _unroll(unroll, length: int) -> int:
     if isinstance(unroll, (bool, np.bool_)):
         return max(length, 1) if unroll else 1
-    try:
-        unroll = int(unroll)
-    except TypeError:
-        raise TypeError(f"scan: unroll must be a Python int or bool, got {type(unroll).__name__}{where()}") from None
+    unroll = _static_int(unroll, "unroll")
     if unroll < 1:
         raise ValueError(f"scan: unroll must be a positive int or a bool, got {unroll}{where()}")
     return unroll
@@ -476,7 +481,7 @@ def _slice_strides(x):
 
 
 def _check_captured_aliasing(body, xs_leaves, written_x) -> None:
-    xs_keys = {views.storage_key(x): i for i, x in enumerate(xs_leaves)}
+    xs_keys = {memory_key(x): i for i, x in enumerate(xs_leaves)}
     for k, key in enumerate(body.captured_keys[:len(body.captured)]):
         i = xs_keys.get(key)
         if i is not None and (written_x or k in body.written_captured):
@@ -492,7 +497,7 @@ def _check_xs_aliasing(xs_leaves, written_x) -> None:
         return
     seen = {}
     for i, x in enumerate(xs_leaves):
-        key = views.storage_key(x)
+        key = memory_key(x)
         if key in seen and (i in written_x or seen[key] in written_x):
             raise UnsupportedError(
                 f"scan: xs leaves {seen[key]} and {i} share memory and the body writes into its x{where()}; scan over "
