@@ -166,8 +166,10 @@ def _check_writable(prim: Primitive, trace: Trace, args) -> None:
                     f"{where()}: `aotjax.tensor(...)` is a constant of the traced program (concrete: it can index, "
                     f"mask, be read by Python). Write into a copy of it (`aotjax.tensor(...).clone()`), which is "
                     f"the function's own tensor.")
-            if outside and trace.writes_captured(a):
-                continue  # NOTE: a loop body, jit's live state: the write is carried out (`Trace.writes_captured`)
+            if outside and data and trace.writes_captured(a):
+                # NOTE: a loop body, jit's live state: the write is carried out (`Trace.writes_captured`). A view
+                # change (`t_`) of a captured tensor is not: the caller's object could not be re-viewed.
+                continue
             raise AliasingError(
                 f"{prim.name}: in-place write to a tensor captured from outside the function being "
                 f"transformed{where()}. Pass the tensor to the function as an argument (its mutation is "

@@ -58,7 +58,8 @@ def functionalize(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Ca
         bases = boundary.entry_bases(groups, leaves)  # NOTE: read at the caller's level, before the new one
         with new_main(FunctionalizeTrace, dynamic=True) as main:
             inner = boundary.enter(main.trace, groups, bases, leaves)
-            main.trace.capture = functools.partial(_capture, main.trace, groups, leaves, inner, boundary.snapshot)
+            if main.level == 1:  # NOTE: inside another transform, that transform decides about captured tensors
+                main.trace.capture = functools.partial(_capture, main.trace, groups, leaves, inner, boundary.snapshot)
             inner_args, inner_kwargs = jax.tree_util.tree_unflatten(in_tree, inner[:n_explicit])
             out = fun(*merge(inner_args), **inner_kwargs)
             out_leaves, out_tree = jax.tree_util.tree_flatten(out)
