@@ -225,3 +225,11 @@ def test_residuals_are_stacked_activations_never_weights(model):
     scan_bytes, loop_bytes = (sum(r.nbytes for r in computed(lowered, of_weight_shape=False))
                               for lowered in (scan_lowered, loop_lowered))
     assert scan_bytes == loop_bytes if model == "mlp" else scan_bytes <= loop_bytes
+
+
+def test_what_every_layer_computes_alike_is_saved_once():
+    """The causal mask, computed from no operand, is computed once outside the loop and saved once: not
+    stacked over the layers."""
+    lowered = aotjax.aot(as_loss(scanned(transformer_layer))).lower(*inputs("transformer", depth=48))
+    masks = [r for r in lowered.residuals if r.aval.dtype == np.bool_]
+    assert [tuple(r.aval.shape) for r in masks] == [(4, 4)], [str(r) for r in lowered.residuals]
