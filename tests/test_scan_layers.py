@@ -233,3 +233,28 @@ def test_what_every_layer_computes_alike_is_saved_once():
     lowered = aotjax.aot(as_loss(scanned(transformer_layer))).lower(*inputs("transformer", depth=48))
     masks = [r for r in lowered.residuals if r.aval.dtype == np.bool_]
     assert [tuple(r.aval.shape) for r in masks] == [(4, 4)], [str(r) for r in lowered.residuals]
+
+
+# -- layers with state -------------------------------------------------------------------------------
+def test_a_buffer_the_layers_update_is_written_with_every_layers_effect():
+    """A layer updating a captured buffer in place (a running statistic, a call counter) writes it once per
+    layer, as the loop does, eagerly and under jit, grad and aot."""
+    def make():
+        weights, x = inputs("mlp", depth=3)
+        return (weights, x, aotjax.zeros(8, dtype=FLOAT), aotjax.zeros((), dtype=aotjax.int32)), []
+
+    def with_buffers(stack):
+        def loss(weights, x, stats, calls):
+            def layer(h, p):
+                stats.mul_(0.5).add_(h.mean(0).detach())
+                calls.add_(1)
+                return mlp_layer(h, p)
+            return (stack(layer)(weights, x) ** 2).mean()
+        return loss
+
+    loss_unrolled, loss_scanned = with_buffers(unrolled), with_buffers(scanned)
+    for how, run in {"eager": loss_scanned, "jit": aotjax.jit(loss_scanned), "aot": aotjax.aot(loss_scanned),
+                     "grad": aotjax.grad(loss_scanned), "aot(grad)": aotjax.aot(aotjax.grad(loss_scanned)),
+                     "grad(aot)": aotjax.grad(aotjax.aot(loss_scanned))}.items():
+        expected = aotjax.grad(loss_unrolled) if "grad" in how else loss_unrolled
+        check_call_agrees(expected, run, make, how, rtol=RTOL, atol=ATOL)
