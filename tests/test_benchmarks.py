@@ -13,6 +13,7 @@ SCRIPTS = [
     ("grad_step.py", ["--quick", "--number", "2", "--repeat", "2"]),
     ("boundary_overhead.py", ["--number", "10", "--repeat", "1"]),
     ("eager_overhead.py", ["--number", "10", "--repeat", "1", "--size", "4"]),
+    ("scan_layers.py", ["--quick", "--number", "2", "--repeat", "2"]),
 ]
 
 

@@ -256,10 +256,13 @@ def _scan_partial_eval(trace, tracers, *, jaxpr: ClosedJaxpr, num_consts: int, n
 
 
 def _invariant_vars(jaxpr: Jaxpr, const_vars) -> set:
-    """Ids of the variables of `jaxpr` computed from `const_vars` (and literals) alone: loop invariants."""
+    """Ids of the variables of `jaxpr` computed from `const_vars` (and literals) alone: loop invariants.
+    An equation with no operands (`full`, `arange`: a causal mask) is one too."""
+    # NOTE: an equation without operands is a constant (random draws take a key operand): computing it once
+    # outside the loop saves stacking `length` copies of it as residuals.
     inv = {id(v) for v in const_vars} | {id(v) for v in jaxpr.constvars}
     for eqn in jaxpr.eqns:
-        if eqn.inputs and all(not isinstance(a, Var) or id(a) in inv for a in eqn.inputs):
+        if all(not isinstance(a, Var) or id(a) in inv for a in eqn.inputs):
             inv.update(id(v) for v in eqn.outputs)
     return inv - {id(v) for v in const_vars}
 
