@@ -431,7 +431,7 @@ def test_a_carry_that_changes_dtype_or_structure_is_an_error():
 @pytest.mark.parametrize("cond, error, match", [
     (lambda v: v < 3, ShapeError, r"cond_fun must return a bool scalar tensor, got bool\[2\].*\(x > 0\)\.all\(\)"),
     (lambda v: v.sum(), DTypeError, r"cond_fun must return a bool scalar tensor, got f32\[\]"),
-    (lambda v: (v < 3, v > 0), TypeError, r"cond_fun must return a bool scalar tensor, got tuple"),
+    (lambda v: (v < 3, v > 0), TypeError, r"cond_fun must return a bool scalar tensor, got a tuple of 2"),
 ], ids=["not_scalar", "not_bool", "not_a_tensor"])
 def test_the_condition_must_return_a_bool_scalar(cond, error, match):
     with pytest.raises(error, match="while_loop: " + match):
