@@ -29,14 +29,11 @@ The largest absolute difference of each gradient from JAX's is printed. Step tim
 """
 from __future__ import annotations
 
-import math
-import time
-import timeit
-
 import grad_step
 import jax
 import jax.numpy as jnp
 import numpy as np
+from timing import block_all, interleaved, once
 
 import aotjax
 from aotjax.partition import default_partition, min_cut_partition
@@ -44,28 +41,6 @@ from aotjax.transforms.aot import xla_compiler
 
 
 # -- measuring --------------------------------------------------------------------------------------
-def _block_all(tree) -> None:
-    for leaf in jax.tree_util.tree_leaves(tree):
-        leaf.block_until_ready()
-
-
-def _once(fn) -> float:
-    """Seconds one call of `fn` takes."""
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def _interleaved(fns: dict, number: int, repeat: int) -> dict:
-    """Seconds per call of each function: the least of `repeat` runs of `number` calls, the runs of
-    the functions interleaved so that drift in the machine's load hits all alike."""
-    times = {k: math.inf for k in fns}
-    for _ in range(repeat):
-        for k, fn in fns.items():
-            times[k] = min(times[k], timeit.timeit(fn, number=number) / number)
-    return times
-
-
 def _max_diff(g, g_ref) -> float:
     return max(float(np.max(np.abs(np.asarray(g[k]) - np.asarray(g_ref[k])))) for k in g_ref)
 
@@ -87,18 +62,18 @@ def bench(name: str, loss, loss_jnp, inputs, number: int, repeat: int) -> None:
 
     # reference gradient
     g_ref = jax.jit(jax.grad(loss_jnp))(*jax_args)
-    _block_all(g_ref)
+    block_all(g_ref)
 
     # -- 1. aot(grad(loss)) vs jax.jit(jax.grad(loss_jnp)) ------------------------------------------
     step_ours = aotjax.aot(aotjax.grad(loss))
     step_jax = jax.jit(jax.grad(loss_jnp))
-    first_ours = _once(lambda: _block_all(step_ours(*ours_args)))
-    first_jax = _once(lambda: _block_all(step_jax(*jax_args)))
-    warm_ours = min(_once(lambda: _block_all(step_ours(*ours_args))) for _ in range(3))
-    warm_jax = min(_once(lambda: _block_all(step_jax(*jax_args))) for _ in range(3))
+    first_ours = once(lambda: block_all(step_ours(*ours_args)))
+    first_jax = once(lambda: block_all(step_jax(*jax_args)))
+    warm_ours = min(once(lambda: block_all(step_ours(*ours_args))) for _ in range(3))
+    warm_jax = min(once(lambda: block_all(step_jax(*jax_args))) for _ in range(3))
     diff1 = _max_diff(step_ours(*ours_args), g_ref)
-    t = _interleaved({"ours": lambda: _block_all(step_ours(*ours_args)),
-                      "jax": lambda: _block_all(step_jax(*jax_args))}, number, repeat)
+    t = interleaved({"ours": lambda: block_all(step_ours(*ours_args)),
+                      "jax": lambda: block_all(step_jax(*jax_args))}, number, repeat)
     print("  1. one compiled gradient program")
     print(f"     step     aot(grad(loss)) {_ms(t['ours'])}   jax.jit(jax.grad) {_ms(t['jax'])}   "
           f"ratio {t['ours'] / t['jax']:5.2f}x (target <= 1.05x)")
@@ -113,12 +88,12 @@ def bench(name: str, loss, loss_jnp, inputs, number: int, repeat: int) -> None:
 
     def run_jax_fb():
         out, res = fwd(*jax_args)
-        _block_all(bwd(res, ct))
+        block_all(bwd(res, ct))
         out.block_until_ready()
 
     def run_jax_fb_all():
         out, res = fwd_all(*jax_args)
-        _block_all(bwd_all(res, ct))
+        block_all(bwd_all(res, ct))
         out.block_until_ready()
 
     # aot's own forward and backward programs, compiled as aot compiles them, called on arrays
@@ -130,22 +105,22 @@ def bench(name: str, loss, loss_jnp, inputs, number: int, repeat: int) -> None:
 
     def run_raw():
         outs = fw_exe(*flat_args)
-        _block_all(bw_exe(*lowered.residuals_from(flat_args, outs), ct))
-        _block_all(outs[:n_out])
+        block_all(bw_exe(*lowered.residuals_from(flat_args, outs), ct))
+        block_all(outs[:n_out])
 
     outs_raw, res_jax_tree = fw_exe(*flat_args), fwd(*jax_args)[1]
-    halves = {"raw_fw": lambda: _block_all(fw_exe(*flat_args)), "jax_fw": lambda: _block_all(fwd(*jax_args)),
-              "raw_bw": lambda: _block_all(bw_exe(*lowered.residuals_from(flat_args, outs_raw), ct)),
-              "jax_bw": lambda: _block_all(bwd(res_jax_tree, ct))}
+    halves = {"raw_fw": lambda: block_all(fw_exe(*flat_args)), "jax_fw": lambda: block_all(fwd(*jax_args)),
+              "raw_bw": lambda: block_all(bw_exe(*lowered.residuals_from(flat_args, outs_raw), ct)),
+              "jax_bw": lambda: block_all(bwd(res_jax_tree, ct))}
 
-    first_grad_aot = _once(lambda: _block_all(grad_aot(*ours_args)))
-    _block_all(grad_aot_mc(*ours_args))
+    first_grad_aot = once(lambda: block_all(grad_aot(*ours_args)))
+    block_all(grad_aot_mc(*ours_args))
     run_jax_fb(), run_jax_fb_all(), run_raw()  # warm-up
     g2, g2_mc = grad_aot(*ours_args), grad_aot_mc(*ours_args)
     diff2, diff2_mc = _max_diff(g2, g_ref), _max_diff(g2_mc, g_ref)
-    t2 = _interleaved({"ours": lambda: _block_all(grad_aot(*ours_args)), "jax": run_jax_fb,
+    t2 = interleaved({"ours": lambda: block_all(grad_aot(*ours_args)), "jax": run_jax_fb,
                        "raw": run_raw, "jax_all": run_jax_fb_all,
-                       "mc": lambda: _block_all(grad_aot_mc(*ours_args)), **halves}, number, repeat)
+                       "mc": lambda: block_all(grad_aot_mc(*ours_args)), **halves}, number, repeat)
     print("  2. compiled forward, then compiled backward")
     print(f"     step     grad(aot(loss)) {_ms(t2['ours'])}   jax fwd+bwd       {_ms(t2['jax'])}   "
           f"ratio {t2['ours'] / t2['jax']:5.2f}x (target <= 1.10x)")
@@ -179,13 +154,13 @@ def bench(name: str, loss, loss_jnp, inputs, number: int, repeat: int) -> None:
         lowered = staged["ours"] = aotjax.aot(loss).lower(*ours_args)
         lowered.forward, lowered.backward  # noqa: B018  (the joint and the partition are built lazily)
 
-    t_stage_ours = _once(lower_ours)
-    t_xla_ours = _once(lambda: staged["ours"].compile())
+    t_stage_ours = once(lower_ours)
+    t_xla_ours = once(lambda: staged["ours"].compile())
     fresh_fwd, fresh_bwd = jax.fwd_and_bwd(loss_jnp, argnums=0)
     res_struct = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), res_jax_tree)
-    t_lower_jax = _once(lambda: staged.update(fwd=fresh_fwd.lower(*jax_args)))
-    t_lower_jax += _once(lambda: staged.update(bwd=fresh_bwd.lower(res_struct, ct)))
-    t_compile_jax = _once(lambda: staged["fwd"].compile()) + _once(lambda: staged["bwd"].compile())
+    t_lower_jax = once(lambda: staged.update(fwd=fresh_fwd.lower(*jax_args)))
+    t_lower_jax += once(lambda: staged.update(bwd=fresh_bwd.lower(res_struct, ct)))
+    t_compile_jax = once(lambda: staged["fwd"].compile()) + once(lambda: staged["bwd"].compile())
     c1_ours, c1_jax = first_ours - warm_ours, first_jax - warm_jax
     c2_ours, c2_jax = t_stage_ours + t_xla_ours, t_lower_jax + t_compile_jax
     print("  4. compile")

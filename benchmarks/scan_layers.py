@@ -41,12 +41,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
-import timeit
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from timing import block_all, interleaved, once
 
 import aotjax
 import aotjax.nn.functional as F
@@ -143,32 +142,10 @@ def jax_loss(layer_jnp):
 
 
 # -- measuring --------------------------------------------------------------------------------------
-def _block_all(tree) -> None:
-    for leaf in jax.tree_util.tree_leaves(tree):
-        leaf.block_until_ready()
-
-
-def _once(fn) -> float:
-    """Seconds one call of `fn` takes."""
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def _interleaved(fns: dict, number: int, repeat: int) -> dict:
-    """Seconds per call of each function: the least of `repeat` runs of `number` calls, the runs of
-    the functions interleaved so that drift in the machine's load hits all alike."""
-    times = {k: math.inf for k in fns}
-    for _ in range(repeat):
-        for k, fn in fns.items():
-            times[k] = min(times[k], timeit.timeit(fn, number=number) / number)
-    return times
-
-
 def _compile_time(step, args) -> float:
     """The first call of `step` minus a warm call: tracing, transforming and compiling."""
-    first = _once(lambda: _block_all(step(*args)))
-    return first - min(_once(lambda: _block_all(step(*args))) for _ in range(3))
+    first = once(lambda: block_all(step(*args)))
+    return first - min(once(lambda: block_all(step(*args))) for _ in range(3))
 
 
 def count_eqns(jaxpr) -> int:
@@ -224,7 +201,7 @@ def bench(name: str, layer, layer_jnp, make_params, x, y, depths, number: int, r
         g_ref = steps["jax"][0](*jax_args)
         diff_scan = _max_diff(steps["scanned"][0](*scan_args), g_ref)
         diff_unrolled = _max_diff(_stack(steps["unrolled"][0](*unrolled_args)), g_ref)
-        t = _interleaved({k: (lambda fn=fn, args=args: _block_all(fn(*args))) for k, (fn, args) in steps.items()},
+        t = interleaved({k: (lambda fn=fn, args=args: block_all(fn(*args))) for k, (fn, args) in steps.items()},
                          number, repeat)
         sizes = _program_sizes(loss_scan, scan_args), _program_sizes(loss_unrolled, unrolled_args)
         print(f"  {depth:5} | {compile_s['scanned']:6.3f} s  {compile_s['unrolled']:6.3f} s  {compile_s['jax']:6.3f} s"

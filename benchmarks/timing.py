@@ -1,0 +1,31 @@
+"""Timing helpers the benchmarks share: wait for results, time one call, time several functions interleaved."""
+from __future__ import annotations
+
+import math
+import time
+import timeit
+
+import jax
+
+
+def block_all(tree) -> None:
+    """Wait until every array of `tree` is computed (jax and aotjax dispatch asynchronously)."""
+    for leaf in jax.tree_util.tree_leaves(tree):
+        leaf.block_until_ready()
+
+
+def once(fn) -> float:
+    """Seconds one call of `fn` takes."""
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def interleaved(fns: dict, number: int, repeat: int) -> dict:
+    """Seconds per call of each function: the least of `repeat` runs of `number` calls, the runs of
+    the functions interleaved so that drift in the machine's load hits all alike."""
+    times = {k: math.inf for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            times[k] = min(times[k], timeit.timeit(fn, number=number) / number)
+    return times
