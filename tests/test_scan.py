@@ -31,6 +31,7 @@ from tests.helpers import (
     FD_RTOL,
     FLOAT,
     INT,
+    X64,
     assert_trees_close,
     by_mode,
     central_difference,
@@ -652,3 +653,22 @@ def test_a_traced_length_is_an_error_that_says_it_must_be_static():
     f = aotjax.jit(lambda n: aotjax.scan(lambda c, x: (c + 1.0, None), aotjax.zeros(()), length=n))
     with pytest.raises(TypeError, match="length must be a Python int, got a traced tensor .*static_argnums"):
         f(aotjax.tensor(3))
+
+
+def test_a_python_scalar_init_is_promoted_as_jax_promotes_a_weakly_typed_one():
+    """A Python number in the initial carry takes the type the body makes of it (JAX traces again with the weakly
+    typed init promoted); a tensor init keeps its dtype, and a body that changes it is an error."""
+    xs = aotjax.tensor([1.5, 2.5, 3.5])
+
+    def total(xs):
+        return aotjax.scan(lambda c, x: (c + x, None), 0, xs)[0]
+
+    for run in (total, aotjax.jit(total)):
+        out = run(xs)
+        assert out.dtype == xs.dtype and float(out) == 7.5
+    assert float(aotjax.grad(lambda xs: total(xs) * 2)(xs).sum()) == 6.0
+    assert float(aotjax.while_loop(lambda c: c < 3.0, lambda c: c + xs[0], 0)) == 3.0
+    i, c = aotjax.fori_loop(0, 3, lambda i, c: (c[0] + i, c[1] + xs[i]), (0, 0))
+    assert (i.dtype, float(i), float(c)) == (np.dtype(np.int32) if not X64 else np.dtype(np.int64), 3.0, 7.5)
+    with pytest.raises(DTypeError, match="enters the body as i(32|64)"):
+        aotjax.scan(lambda c, x: (c + x, None), aotjax.tensor(0), xs)

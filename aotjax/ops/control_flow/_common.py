@@ -2,7 +2,7 @@
 binders, the fixed points' bookkeeping, and the frontends' checks of loop values (a carry keeps its type)."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
@@ -13,12 +13,13 @@ from aotjax.core.interpreter import Tracer
 from aotjax.core.ir import ClosedJaxpr, Jaxpr, dce
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import is_differentiable
-from aotjax.ops._frontend import as_tensor
+from aotjax.ops._frontend import as_tensor, convert
 from aotjax.ops.control_flow._body import describe_path
 from aotjax.ops.creation import full
 from aotjax.tensor import Tensor
 
-__all__ = ["split_list", "permute", "differentiable", "used_inputs", "loop_operand", "kind_of", "check_carry"]
+__all__ = ["split_list", "permute", "differentiable", "used_inputs", "loop_operand", "kind_of", "check_carry",
+           "WeakCarry", "trace_promoting"]
 
 
 def split_list(seq, *sizes) -> list[list]:
@@ -70,7 +71,30 @@ def kind_of(x) -> str:
     return f"{type(x).__name__} {x!r}" if len(repr(x)) < 60 else type(x).__name__
 
 
-def check_carry(new_carry, init_tree, init_paths, carry_avals, *, op: str, body: str, init: str) -> list:
+class WeakCarry(Exception):
+    """Raised by `check_carry` while a body is traced: carry leaf `index` was a Python scalar in the initial value
+    (weakly typed, as in JAX) and the body makes it `dtype`, wider: `trace_promoting` traces the loop again with
+    that leaf promoted. Never reaches the user."""
+
+    def __init__(self, index: int, dtype):
+        super().__init__(index, dtype)
+        self.index, self.dtype = index, dtype
+
+
+def trace_promoting(trace: Callable[[], Any], leaves: list, weak: list[bool]):
+    """`trace()` (tracing a loop's body on `leaves`, checking its carry with `weak`), called again as long as a
+    Python-scalar leaf comes back wider (`WeakCarry`): that leaf is converted to the body's dtype, as JAX's loops
+    promote a weakly typed init. At most once per leaf."""
+    while True:
+        try:
+            return trace()
+        except WeakCarry as e:
+            leaves[e.index] = convert(leaves[e.index], e.dtype)
+            weak[e.index] = False
+
+
+def check_carry(new_carry, init_tree, init_paths, carry_avals, *, op: str, body: str, init: str,
+                weak: Sequence[bool] = ()) -> list:
     """The leaves of the carry `body` returned, as tensors, after checking that it has the structure of `init`
     (`init_tree`) and each leaf the shape and dtype it entered with (`carry_avals`); errors name the leaf's
     pytree path (`init_paths`, from `tree_flatten_with_path`). `op`, `body` and `init` name the loop, its body
@@ -91,6 +115,9 @@ def check_carry(new_carry, init_tree, init_paths, carry_avals, *, op: str, body:
             raise ShapeError(f"{op}: the carry {describe_path(path)} enters {body} as {aval.str_short()} but {body} "
                              f"returns {got.str_short()}{where()}; a carry must keep its shape and dtype")
         if got.dtype != aval.dtype:
+            k = len(out)
+            if k < len(weak) and weak[k] and _wider(got.dtype, aval.dtype):
+                raise WeakCarry(k, got.dtype)
             raise DTypeError(f"{op}: the carry {describe_path(path)} enters {body} as {aval.str_short()} but {body} "
                              f"returns {got.str_short()}{where()}; a carry must keep its shape and dtype (convert "
                              f"it: `.to({aval.dtype.name})`, or start from an {init} of the dtype it becomes)")
@@ -104,3 +131,11 @@ def _leaves_at(paths: list[str]) -> str:
         return "no leaf"
     shown = ", ".join(paths[:6]) + (f", ... ({len(paths)} in all)" if len(paths) > 6 else "")
     return f"{'a leaf' if len(paths) == 1 else 'leaves'} at {shown}"
+
+
+def _wider(dtype, than) -> bool:
+    """Whether a weakly typed (Python-scalar) value of dtype `than` promotes to `dtype`: a float from a bool or an
+    integer (as `1 + x` does with a float tensor), or a wider type of the same kind."""
+    if than.kind in "biu" and dtype.kind in "fc":
+        return True
+    return np.promote_types(than, dtype) == dtype

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from aotjax.core.avals import ShapedArray, get_aval
+from aotjax.core.avals import PYTHON_SCALARS, ShapedArray, get_aval
 from aotjax.core.checks import check_record
 from aotjax.core.errors import ShapeError, UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
@@ -56,6 +56,7 @@ from aotjax.ops.control_flow._common import (
     loop_operand,
     permute,
     split_list,
+    trace_promoting,
 )
 
 __all__ = ["scan", "scan_p"]
@@ -391,7 +392,8 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     xs_leaves = [loop_operand(x, "scan", "xs") for x in xs_leaves]
     length = _length(xs_leaves, length)
     unroll = _unroll(unroll, length)
-    carry_avals = [get_aval(x) for x in init_leaves]
+    weak = [isinstance(x, PYTHON_SCALARS) for _, x in init_paths]  # NOTE: promoted if the body widens them
+    carry_avals = []
     x_avals = [ShapedArray(x.shape[1:], x.dtype) for x in xs_leaves]
     nc = len(init_leaves)
     y_tree = []
@@ -403,13 +405,19 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise TypeError(f"scan: the body must return a pair (carry, y), got {kind_of(out)}{where()}")
         new_carry, y = out
-        leaves = check_carry(new_carry, init_tree, init_paths, carry_avals, op="scan", body="the body", init="init")
+        leaves = check_carry(new_carry, init_tree, init_paths, carry_avals, op="scan", body="the body", init="init",
+                             weak=weak)
         y_leaves, tree = jax.tree_util.tree_flatten(y)
         y_tree.append(tree)
         return [*leaves, *(as_tensor(v) for v in y_leaves)]
 
-    strides = [getattr(x, "_strides", None) for x in init_leaves] + [_slice_strides(x) for x in xs_leaves]
-    body = trace_body(flat_body, carry_avals + x_avals, "scan body", strides)
+    def trace():
+        carry_avals[:] = [get_aval(x) for x in init_leaves]
+        y_tree.clear()
+        strides = [getattr(x, "_strides", None) for x in init_leaves] + [_slice_strides(x) for x in xs_leaves]
+        return trace_body(flat_body, carry_avals + x_avals, "scan body", strides)
+
+    body = trace_promoting(trace, init_leaves, weak)
     written_x = [i - nc for i in body.written_inputs if i >= nc]
     _check_captured_aliasing(body, xs_leaves, written_x)
     _check_xs_aliasing(xs_leaves, written_x)

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from aotjax.core.avals import ShapedArray, canonicalize_dtype, default_int_dtype, get_aval
+from aotjax.core.avals import PYTHON_SCALARS, ShapedArray, canonicalize_dtype, default_int_dtype, get_aval
 from aotjax.core.checks import check_record, lowering_checks
 from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer
@@ -45,12 +45,14 @@ from aotjax.interpreters.transpose import transpose_rules
 from aotjax.ops._frontend import as_tensor
 from aotjax.ops.control_flow._body import Body, trace_body, write_back
 from aotjax.ops.control_flow._common import (
+    WeakCarry,
     check_carry,
     differentiable,
     kind_of,
     loop_operand,
     permute,
     split_list,
+    trace_promoting,
     used_inputs,
 )
 from aotjax.ops.control_flow.scan import scan
@@ -295,18 +297,24 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any):
     """
     init_paths, init_tree = jax.tree_util.tree_flatten_with_path(init_val)
     init_leaves = [loop_operand(x, "while_loop", "init_val") for _, x in init_paths]
-    carry_avals = [get_aval(x) for x in init_leaves]
-    strides = [getattr(x, "_strides", None) for x in init_leaves]
+    weak = [isinstance(x, PYTHON_SCALARS) for _, x in init_paths]  # NOTE: promoted if the body widens them
+    carry_avals = []
 
     def flat_body(*carry):
         out = body_fun(jax.tree_util.tree_unflatten(init_tree, carry))
-        return check_carry(out, init_tree, init_paths, carry_avals, op="while_loop", body="body_fun", init="init_val")
+        return check_carry(out, init_tree, init_paths, carry_avals, op="while_loop", body="body_fun", init="init_val",
+                           weak=weak)
 
     def flat_cond(*carry):
         return [_predicate(cond_fun(jax.tree_util.tree_unflatten(init_tree, carry)))]
 
-    body = trace_body(flat_body, carry_avals, "while_loop body_fun", strides)
-    cond = trace_body(flat_cond, carry_avals, "while_loop cond_fun", strides)
+    def trace_loop():
+        carry_avals[:] = [get_aval(x) for x in init_leaves]
+        strides = [getattr(x, "_strides", None) for x in init_leaves]
+        return (trace_body(flat_body, carry_avals, "while_loop body_fun", strides),
+                trace_body(flat_cond, carry_avals, "while_loop cond_fun", strides))
+
+    body, cond = trace_promoting(trace_loop, init_leaves, weak)
     _check_pure_condition(cond)
     return jax.tree_util.tree_unflatten(init_tree, _bind_while(cond, body, init_leaves))
 
@@ -403,10 +411,15 @@ def _checked_fori_body(body_fun: Callable, init_val) -> Callable:
     """`body_fun`, checking that it returns a value of `init_val`'s type: the error then names the path in the
     user's value, not in the loop's `(i, val)` carry."""
     paths, tree = jax.tree_util.tree_flatten_with_path(init_val)
-    avals = [get_aval(loop_operand(x, "fori_loop", "init_val")) for _, x in paths]
 
     def checked(i, val):
-        out = check_carry(body_fun(i, val), tree, paths, avals, op="fori_loop", body="body_fun", init="init_val")
+        avals = [get_aval(x) for x in jax.tree_util.tree_leaves(val)]  # NOTE: the loop's carry, promoted or not
+        weak = [isinstance(x, PYTHON_SCALARS) for _, x in paths]
+        try:
+            out = check_carry(body_fun(i, val), tree, paths, avals, op="fori_loop", body="body_fun", init="init_val",
+                              weak=weak)
+        except WeakCarry as e:  # NOTE: the loop's carry is `(i, val)`: its leaf after the index
+            raise WeakCarry(e.index + 1, e.dtype) from None
         return jax.tree_util.tree_unflatten(tree, out)
 
     return checked
