@@ -9,6 +9,7 @@ from aotjax.core.errors import ShapeError
 from aotjax.core.primitive import Primitive, Recompute, output_size_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import unbroadcast
+from aotjax.interpreters.batching import batching_rules, bdim_at_front, defvectorized, moveaxis, shift_axis
 from aotjax.interpreters.jvp import deflinear
 from aotjax.interpreters.transpose import deflinear_transpose, is_undefined, transpose_rules
 from aotjax.ops._combinators import standard_primitive
@@ -250,3 +251,32 @@ def triu(x, diagonal: int = 0):
 # -- Tensor methods --------------------------------------------------------------------------------
 for _op in (clone, flip, roll, repeat, tile, tril, triu):
     method(_op)
+
+
+# -- batching rules (vmap) ---------------------------------------------------------------------------------------
+def _batch_cat(axis_size, vals, bdims, *, dim):
+    """`cat` with every operand batched at axis 0 (an unbatched one broadcast there), along the shifted dim."""
+    operands = [bdim_at_front(v, d, axis_size) for v, d in zip(vals, bdims)]
+    return [cat_p.bind(*operands, dim=dim + 1)], [0]
+
+
+def _batch_flip(axis_size, vals, bdims, *, dims):
+    (x,), (d,) = vals, bdims
+    return [flip_p.bind(x, dims=tuple(shift_axis(a, d) for a in dims))], [d]
+
+
+def _batch_triangle(prim):
+    def rule(axis_size, vals, bdims, *, diagonal):
+        """The triangle of each example's last two dims: the batch axis moved first when it is one of them."""
+        (x,), (d,) = vals, bdims
+        if d >= x.ndim - 2:
+            x, d = moveaxis(x, d, 0), 0
+        return [prim.bind(x, diagonal=diagonal)], [d]
+    return rule
+
+
+defvectorized(clone_p)
+batching_rules[cat_p] = _batch_cat
+batching_rules[flip_p] = _batch_flip
+batching_rules[tril_p] = _batch_triangle(tril_p)
+batching_rules[triu_p] = _batch_triangle(triu_p)
