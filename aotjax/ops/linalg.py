@@ -361,3 +361,19 @@ for _op in (matmul, mm, bmm, dot, outer):
     method(_op)
 method(matmul, "__matmul__")
 method(reflected(matmul), "__rmatmul__")
+
+
+def _einsum_batch(axis_size, vals, bdims, *, equation):
+    """One `einsum` with a fresh label for the batch axis: in each batched operand's term at its batch axis, and
+    first in the output's."""
+    examples = [_example_aval(v, d).shape for v, d in zip(vals, bdims)]
+    terms, out_labels, _, free = _einsum_labels(equation, examples)
+    label = free[0]
+    for t, d in zip(terms, bdims):
+        if d is not not_mapped:
+            t.insert(d, label)
+    batched = ",".join("".join(t) for t in terms) + "->" + label + "".join(out_labels)
+    return [einsum_p.bind(*vals, equation=batched)], [0]
+
+
+batching_rules[einsum_p] = _einsum_batch

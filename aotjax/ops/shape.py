@@ -2,6 +2,8 @@
 and triangular masks."""
 from __future__ import annotations
 
+import math
+
 import jax.numpy as jnp
 
 from aotjax.core.avals import ShapedArray
@@ -280,3 +282,30 @@ batching_rules[cat_p] = _batch_cat
 batching_rules[flip_p] = _batch_flip
 batching_rules[tril_p] = _batch_triangle(tril_p)
 batching_rules[triu_p] = _batch_triangle(triu_p)
+
+
+def _batch_roll(axis_size, vals, bdims, *, shifts, dims):
+    """`roll` along the shifted dims; with no dims (each example flattened, rolled, reshaped back), per example
+    with the batch axis first."""
+    (x,), (d,) = vals, bdims
+    if dims is None:
+        x = moveaxis(x, d, 0)
+        shape = tuple(x.shape)
+        flat = view_p.bind(x, shape=(axis_size, math.prod(shape[1:])))
+        return [view_p.bind(roll_p.bind(flat, shifts=shifts, dims=(1,)), shape=shape)], [0]
+    return [roll_p.bind(x, shifts=shifts, dims=tuple(shift_axis(a, d) for a in dims))], [d]
+
+
+def _batch_repeat(axis_size, vals, bdims, *, repeats):
+    """`repeat` (tile) of each example: the batch axis first, repeated once, after the example padded to the
+    repeats' length."""
+    (x,), (d,) = vals, bdims
+    x = moveaxis(x, d, 0)
+    pad = len(repeats) - (x.ndim - 1)
+    if pad > 0:
+        x = view_p.bind(x, shape=(axis_size,) + (1,) * pad + tuple(x.shape[1:]))
+    return [repeat_p.bind(x, repeats=(1,) * (x.ndim - len(repeats)) + tuple(repeats))], [0]
+
+
+batching_rules[roll_p] = _batch_roll
+batching_rules[repeat_p] = _batch_repeat

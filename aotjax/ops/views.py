@@ -18,7 +18,7 @@ from aotjax.core.primitive import Kind, Primitive, Recompute, abstract_eval, out
 from aotjax.core.source_info import where
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, instantiate, unbroadcast
-from aotjax.interpreters.batching import batching_rules, shift_axis
+from aotjax.interpreters.batching import batching_rules, bdim_at_front, shift_axis
 from aotjax.interpreters.batching import moveaxis as move_batch_axis
 from aotjax.interpreters.jvp import defjvp_zero, deflinear
 from aotjax.interpreters.transpose import deflinear_transpose, defview_transpose
@@ -821,3 +821,17 @@ batching_rules[view_p] = _batch_view
 batching_rules[expand_p] = _batch_expand
 batching_rules[detach_p] = _identity_batch(detach_p)
 batching_rules[alias_p] = _identity_batch(alias_p)
+
+
+def _scatter_batch(prim):
+    def rule(axis_size, vals, bdims, *, dim, **params):
+        """The write of each example's `y` into its base: both batched at axis 0 (broadcast there if unbatched), the
+        view's dim shifted past it."""
+        (b, y), (db, dy) = vals, bdims
+        b, y = bdim_at_front(b, db, axis_size), bdim_at_front(y, dy, axis_size)
+        return [prim.bind(b, y, dim=dim + 1, **params)], [0]
+    return rule
+
+
+batching_rules[select_scatter_p] = _scatter_batch(select_scatter_p)
+batching_rules[slice_scatter_p] = _scatter_batch(slice_scatter_p)
