@@ -35,6 +35,7 @@ from aotjax.transforms import (  # noqa: F401
                                stop_gradient,
                                value_and_grad,
                                vjp,
+                               vmap,
                                xla_compiler,
 )
 

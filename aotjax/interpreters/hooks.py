@@ -23,5 +23,6 @@ add = _unset("add")  # add(a, b): a + b for operands of one abstract value (no p
 reduce_sum = _unset("reduce_sum")  # reduce_sum(x, axes): `x` summed over the dims `axes`, which are dropped
 reshape = _unset("reshape")  # reshape(x, shape): `x` with the same elements in `shape`
 expand = _unset("expand")  # expand(x, shape): `x` broadcast to `shape`
+permute = _unset("permute")  # permute(x, perm): `x` with its axes in the order `perm`
 convert = _unset("convert")  # convert(x, dtype): `x` converted to `dtype` (`x` itself if it has it)
 as_tensor = _unset("as_tensor")  # as_tensor(x): `x` if it is a Tensor, else a Tensor holding the array `x`

@@ -12,6 +12,7 @@ import numpy as np
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.primitive import FlopsRule, Kind, LayoutRule, Primitive, Recompute, output_size_flops
+from aotjax.interpreters.batching import defbroadcasting
 from aotjax.interpreters.lowering import lowering_rules, register_lowering
 from aotjax.ops.layout import elementwise_layout
 
@@ -57,8 +58,8 @@ def elementwise(name: str, lower: Callable, *, out_dtype: Callable[[np.dtype], n
                 layout: LayoutRule = elementwise_layout) -> Primitive:
     """An elementwise primitive of any arity: operands of one dtype, broadcast together, cheap to
     recompute (`Recompute.CHEAP`, one operation per output element), its result laid out as PyTorch's
-    TensorIterator lays it out (`layout`, see `aotjax.ops.layout`). `out_dtype(in_dtype)` gives the
-    result dtype (default: the operands' dtype)."""
+    TensorIterator lays it out (`layout`, see `aotjax.ops.layout`), batched by `vmap` with broadcasting.
+    `out_dtype(in_dtype)` gives the result dtype (default: the operands' dtype)."""
     def shape_rule(*avals, **params):
         return broadcast_shapes(name, *(a.shape for a in avals))
 
@@ -68,6 +69,7 @@ def elementwise(name: str, lower: Callable, *, out_dtype: Callable[[np.dtype], n
 
     prim = standard_primitive(name, shape_rule, dtype_rule, lower, recompute=Recompute.CHEAP, flops=output_size_flops)
     prim.layout_rule = layout
+    defbroadcasting(prim)  # NOTE: every elementwise primitive batches by broadcasting, whatever its arity
     return prim
 
 

@@ -28,6 +28,7 @@ from aotjax.core.errors import DTypeError
 from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, is_differentiable, unbroadcast
+from aotjax.interpreters.batching import defbroadcasting, defvectorized
 from aotjax.interpreters.jvp import defjvp, defjvp2, defjvp_zero, deflinear, jvp_rules, sum_tangents
 from aotjax.interpreters.transpose import deflinear2_transpose, deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, elementwise, inplace_variant, same_dtype, standard_primitive
@@ -57,6 +58,7 @@ convert_element_type_p = standard_primitive(
     "convert_element_type", lambda x, *, new_dtype: x.shape, lambda x, *, new_dtype: new_dtype,
     lambda x, *, new_dtype: x.astype(new_dtype), recompute=Recompute.CHEAP, flops=output_size_flops)
 convert_element_type_p.layout_rule = preserve_layout  # NOTE: `x.to(dtype)` is a preserve_format copy
+defvectorized(convert_element_type_p)
 
 
 def _convert_element_type_jvp(primals, tangents, *, new_dtype):
@@ -794,6 +796,7 @@ def _div_dtype(x, y, *, rounding_mode):
 div_p = standard_primitive("div", lambda x, y, **_: broadcast_shapes("div", x.shape, y.shape), _div_dtype,
                            _div_lower, recompute=Recompute.CHEAP, flops=output_size_flops)
 div_p.layout_rule = elementwise_layout
+defbroadcasting(div_p)
 div__p = inplace_variant(div_p)
 div_p.print_rule = div__p.print_rule = lambda params: {k: v for k, v in params.items() if v is not None}
 
@@ -878,6 +881,7 @@ def _where_dtype(cond, x, y):
 where_p = standard_primitive("where", lambda c, x, y: broadcast_shapes("where", c.shape, x.shape, y.shape),
                              _where_dtype, jnp.where, recompute=Recompute.CHEAP, flops=output_size_flops)
 where_p.layout_rule = elementwise_layout  # NOTE: the condition first, as in PyTorch
+defbroadcasting(where_p)
 defjvp(where_p, None, lambda t, c, x, y: where(c, t, 0), lambda t, c, x, y: where(c, 0, t))
 deflinear_transpose(where_p, None, lambda ct, c, x, y: unbroadcast(where_p.bind(c, ct, ct.dtype.type(0)), x.aval),
                     lambda ct, c, x, y: unbroadcast(where_p.bind(c, ct.dtype.type(0), ct), y.aval))

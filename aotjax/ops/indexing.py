@@ -24,6 +24,7 @@ from aotjax.core.interpreter import Tracer
 from aotjax.core.primitive import Recompute, largest_array_flops, output_size_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero, instantiate, unbroadcast
+from aotjax.interpreters.batching import batching_rules, bdim_at_front, moveaxis, not_mapped
 from aotjax.interpreters.jvp import defjvp, defjvp_zero, deflinear
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, inplace_variant, standard_primitive
@@ -219,6 +220,20 @@ copy_p = standard_primitive("copy", _copy_shape, _keep_dtype,
                             lambda dst, src: jnp.broadcast_to(src.astype(dst.dtype), dst.shape),
                             recompute=Recompute.CHEAP, flops=output_size_flops)
 copy__p = inplace_variant(copy_p)
+
+
+def _copy_batch(axis_size, vals, dims):
+    """`copy` with the batch axis first: the destination broadcast there when it is not batched (a tensor made
+    inside vmap and written with a batched value becomes batched), a batched source given the destination's rank."""
+    (dst, src), (d_dst, d_src) = vals, dims
+    dst = bdim_at_front(dst, d_dst, axis_size)
+    if d_src is not not_mapped:
+        src = moveaxis(src, d_src, 0)
+        src = view_p.bind(src, shape=(axis_size,) + (1,) * (dst.ndim - src.ndim) + tuple(src.shape[1:]))
+    return [copy_p.bind(dst, src)], [0]
+
+
+batching_rules[copy_p] = _copy_batch
 defjvp(copy_p, None, lambda t, dst, src: copy_p.bind(dst, t))  # the result does not depend on dst's values
 deflinear_transpose(copy_p, lambda ct, dst, src: Zero(dst.aval),
                     lambda ct, dst, src: convert(unbroadcast(ct, src.aval), src.dtype))

@@ -10,10 +10,12 @@ import string
 
 import jax.numpy as jnp
 
+from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.primitive import Recompute
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero
+from aotjax.interpreters.batching import batching_rules, moveaxis, not_mapped
 from aotjax.interpreters.jvp import defjvp, jvp_rules, sum_tangents
 from aotjax.interpreters.transpose import deflinear2_transpose, linear_operand, transpose_rules
 from aotjax.ops._combinators import broadcast_shapes, same_dtype, standard_primitive
@@ -53,6 +55,36 @@ def _matmul_flops(in_avals, out_avals) -> float:
 matmul_p = standard_primitive("matmul", _matmul_shape, lambda a, b: same_dtype("matmul", a, b), jnp.matmul,
                               recompute=Recompute.EXPENSIVE, flops=_matmul_flops, is_dot=True)
 defjvp(matmul_p, lambda t, a, b: matmul_p.bind(t, b), lambda t, a, b: matmul_p.bind(a, t))
+
+
+def _matmul_batch(axis_size, vals, dims):
+    """One `matmul`: each batched operand gets its batch axis first, as a leading batch dim of the product, with
+    size-1 dims after it so that the examples' own batch dims broadcast as they would per example. A 1-D example
+    operand becomes a matrix (`[1, k]` on the left, `[k, 1]` on the right); the product is then viewed at the
+    examples' result shape, which drops the dims that adds."""
+    examples = [_example_aval(v, d) for v, d in zip(vals, dims)]
+    out_shape = (axis_size,) + _matmul_shape(*examples)
+    n_batch = max(len(e.shape) - 2 for e in examples)
+    operands = []
+    for i, (v, d, e) in enumerate(zip(vals, dims, examples)):
+        if d is not_mapped:
+            operands.append(v)
+            continue
+        shape = e.shape if len(e.shape) >= 2 else ((1,) + e.shape if i == 0 else e.shape + (1,))
+        pad = max(n_batch - (len(shape) - 2), 0)
+        v = moveaxis(v, d, 0)
+        want = (axis_size,) + (1,) * pad + shape
+        operands.append(v if tuple(v.shape) == want else view_p.bind(v, shape=want))
+    out = matmul_p.bind(*operands)
+    return [out if tuple(out.shape) == out_shape else view_p.bind(out, shape=out_shape)], [0]
+
+
+def _example_aval(v, d) -> ShapedArray:
+    aval = get_aval(v)
+    return aval if d is not_mapped else ShapedArray(aval.shape[:d] + aval.shape[d + 1:], aval.dtype)
+
+
+batching_rules[matmul_p] = _matmul_batch
 
 
 def _reshape(x, shape):
@@ -329,3 +361,19 @@ for _op in (matmul, mm, bmm, dot, outer):
     method(_op)
 method(matmul, "__matmul__")
 method(reflected(matmul), "__rmatmul__")
+
+
+def _einsum_batch(axis_size, vals, bdims, *, equation):
+    """One `einsum` with a fresh label for the batch axis: in each batched operand's term at its batch axis, and
+    first in the output's."""
+    examples = [_example_aval(v, d).shape for v, d in zip(vals, bdims)]
+    terms, out_labels, _, free = _einsum_labels(equation, examples)
+    label = free[0]
+    for t, d in zip(terms, bdims):
+        if d is not not_mapped:
+            t.insert(d, label)
+    batched = ",".join("".join(t) for t in terms) + "->" + label + "".join(out_labels)
+    return [einsum_p.bind(*vals, equation=batched)], [0]
+
+
+batching_rules[einsum_p] = _einsum_batch

@@ -24,6 +24,7 @@ from aotjax.core.primitive import Recompute, largest_array_flops
 from aotjax.core.source_info import where as _where
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, instantiate
+from aotjax.interpreters.batching import batching_rules, defreducer, moveaxis, shift_axis
 from aotjax.interpreters.jvp import defjvp_zero, deflinear, jvp_rules
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._combinators import standard_primitive
@@ -62,11 +63,13 @@ def _accumulating(fn):
 def _reducer(name: str, fn, out_dtype=None):
     """A reduction primitive over `axes` (params `axes`, `keepdims`): saved rather than recomputed, at one
     operation per element read."""
-    return standard_primitive(
+    prim = standard_primitive(
         name, lambda x, *, axes, keepdims: _reduced_shape(name, x.shape, axes, keepdims),
         lambda x, *, axes, keepdims: x.dtype if out_dtype is None else out_dtype,
         lambda x, *, axes, keepdims: fn(x, axis=axes, keepdims=keepdims),
         recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
+    defreducer(prim)
+    return prim
 
 
 reduce_sum_p = _reducer("reduce_sum", _accumulating(jnp.sum))
@@ -165,6 +168,27 @@ argmin_p = standard_primitive("argmin", _arg_shape("argmin"), lambda x, **_: def
 defjvp_zero(argmin_p)
 
 
+def _arg_batch(prim):
+    """The batching rule of `argmax`/`argmin`: one axis shifted past the batch axis; with `axis=None` (the index
+    into each example flattened), the batch axis first and each example flattened."""
+    def rule(axis_size, vals, dims, *, axis, keepdims):
+        (x,), (d,) = vals, dims
+        if axis is not None:
+            out = prim.bind(x, axis=shift_axis(axis, d), keepdims=keepdims)
+            return [out], [d if keepdims or axis > d else d - 1]
+        example_ndim = x.ndim - 1
+        flat = view_p.bind(moveaxis(x, d, 0), shape=(axis_size, math.prod(x.shape) // axis_size))
+        out = prim.bind(flat, axis=1, keepdims=False)
+        if keepdims:
+            out = view_p.bind(out, shape=(axis_size,) + (1,) * example_ndim)
+        return [out], [0]
+    batching_rules[prim] = rule
+
+
+_arg_batch(argmax_p)
+_arg_batch(argmin_p)
+
+
 def _cumsum_shape(x, *, axis):
     if not 0 <= axis < builtins.max(x.ndim, 1):
         raise ShapeError(f"cumsum: axis {axis} is out of range for shape {list(x.shape)}")
@@ -176,6 +200,16 @@ cumsum_p = standard_primitive(
     lambda x, *, axis: _accumulating(jnp.cumsum)(x, axis=axis) if x.ndim else x,
     recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
 deflinear(cumsum_p)
+
+
+def _cumsum_batch(axis_size, vals, dims, *, axis):
+    (x,), (d,) = vals, dims
+    if x.ndim == 1:  # NOTE: the cumsum of a 0-d example is the example itself
+        return [x], [d]
+    return [cumsum_p.bind(x, axis=shift_axis(axis, d))], [d]
+
+
+batching_rules[cumsum_p] = _cumsum_batch
 
 
 def _cumsum_transpose(ct, x, *, axis):

@@ -22,6 +22,7 @@ from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce_jaxpr, dce_rules, prune_jaxpr
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops, output_size_flops
 from aotjax.interpreters.ad_util import Zero
+from aotjax.interpreters.batching import batching_rules
 from aotjax.interpreters.jvp import jvp_flat, jvp_rules
 from aotjax.interpreters.lowering import eval_jaxpr_jax, register_lowering
 from aotjax.interpreters.partial_eval import PartialVal, ResidualSource, partial_eval_flat, partial_eval_rules
@@ -40,6 +41,8 @@ optimization_barrier_p.abstract_eval = lambda *avals: list(avals)
 register_lowering(optimization_barrier_p, lambda *xs: list(jax.lax.optimization_barrier(tuple(xs))))
 jvp_rules[optimization_barrier_p] = lambda primals, tangents: (optimization_barrier_p.bind(*primals), list(tangents))
 transpose_rules[optimization_barrier_p] = lambda cts, *args: list(cts)
+batching_rules[optimization_barrier_p] = lambda axis_size, vals, bdims: (
+    optimization_barrier_p.bind(*vals), list(bdims))
 
 
 # -- checkpoint_name -----------------------------------------------------------------------------------

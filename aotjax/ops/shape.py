@@ -2,6 +2,8 @@
 and triangular masks."""
 from __future__ import annotations
 
+import math
+
 import jax.numpy as jnp
 
 from aotjax.core.avals import ShapedArray
@@ -9,6 +11,7 @@ from aotjax.core.errors import ShapeError
 from aotjax.core.primitive import Primitive, Recompute, output_size_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import unbroadcast
+from aotjax.interpreters.batching import batching_rules, bdim_at_front, defvectorized, moveaxis, shift_axis
 from aotjax.interpreters.jvp import deflinear
 from aotjax.interpreters.transpose import deflinear_transpose, is_undefined, transpose_rules
 from aotjax.ops._combinators import standard_primitive
@@ -250,3 +253,59 @@ def triu(x, diagonal: int = 0):
 # -- Tensor methods --------------------------------------------------------------------------------
 for _op in (clone, flip, roll, repeat, tile, tril, triu):
     method(_op)
+
+
+# -- batching rules (vmap) ---------------------------------------------------------------------------------------
+def _batch_cat(axis_size, vals, bdims, *, dim):
+    """`cat` with every operand batched at axis 0 (an unbatched one broadcast there), along the shifted dim."""
+    operands = [bdim_at_front(v, d, axis_size) for v, d in zip(vals, bdims)]
+    return [cat_p.bind(*operands, dim=dim + 1)], [0]
+
+
+def _batch_flip(axis_size, vals, bdims, *, dims):
+    (x,), (d,) = vals, bdims
+    return [flip_p.bind(x, dims=tuple(shift_axis(a, d) for a in dims))], [d]
+
+
+def _batch_triangle(prim):
+    def rule(axis_size, vals, bdims, *, diagonal):
+        """The triangle of each example's last two dims: the batch axis moved first when it is one of them."""
+        (x,), (d,) = vals, bdims
+        if d >= x.ndim - 2:
+            x, d = moveaxis(x, d, 0), 0
+        return [prim.bind(x, diagonal=diagonal)], [d]
+    return rule
+
+
+defvectorized(clone_p)
+batching_rules[cat_p] = _batch_cat
+batching_rules[flip_p] = _batch_flip
+batching_rules[tril_p] = _batch_triangle(tril_p)
+batching_rules[triu_p] = _batch_triangle(triu_p)
+
+
+def _batch_roll(axis_size, vals, bdims, *, shifts, dims):
+    """`roll` along the shifted dims; with no dims (each example flattened, rolled, reshaped back), per example
+    with the batch axis first."""
+    (x,), (d,) = vals, bdims
+    if dims is None:
+        x = moveaxis(x, d, 0)
+        shape = tuple(x.shape)
+        flat = view_p.bind(x, shape=(axis_size, math.prod(shape[1:])))
+        return [view_p.bind(roll_p.bind(flat, shifts=shifts, dims=(1,)), shape=shape)], [0]
+    return [roll_p.bind(x, shifts=shifts, dims=tuple(shift_axis(a, d) for a in dims))], [d]
+
+
+def _batch_repeat(axis_size, vals, bdims, *, repeats):
+    """`repeat` (tile) of each example: the batch axis first, repeated once, after the example padded to the
+    repeats' length."""
+    (x,), (d,) = vals, bdims
+    x = moveaxis(x, d, 0)
+    pad = len(repeats) - (x.ndim - 1)
+    if pad > 0:
+        x = view_p.bind(x, shape=(axis_size,) + (1,) * pad + tuple(x.shape[1:]))
+    return [repeat_p.bind(x, repeats=(1,) * (x.ndim - len(repeats)) + tuple(repeats))], [0]
+
+
+batching_rules[roll_p] = _batch_roll
+batching_rules[repeat_p] = _batch_repeat

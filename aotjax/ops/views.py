@@ -18,6 +18,8 @@ from aotjax.core.primitive import Kind, Primitive, Recompute, abstract_eval, out
 from aotjax.core.source_info import where
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, instantiate, unbroadcast
+from aotjax.interpreters.batching import batching_rules, bdim_at_front, shift_axis
+from aotjax.interpreters.batching import moveaxis as move_batch_axis
 from aotjax.interpreters.jvp import defjvp_zero, deflinear
 from aotjax.interpreters.transpose import deflinear_transpose, defview_transpose
 from aotjax.ops._combinators import standard_primitive
@@ -726,6 +728,7 @@ def as_strided(x, size=None, stride=None, storage_offset=None):
 # NOTE: the interpreters broadcast tangents and reshape unbroadcast cotangents with these.
 hooks.reshape = lambda x, shape: view_p.bind(x, shape=shape)
 hooks.expand = lambda x, shape: expand_p.bind(x, shape=shape)
+hooks.permute = lambda x, perm: permute_p.bind(x, perm=perm)  # batch axes moved by vmap's rules
 
 
 # -- Tensor methods and properties ---------------------------------------------------------------
@@ -754,3 +757,81 @@ def _iter(x):
 method(property(_T), "T")
 method(property(_mT), "mT")
 method(_iter, "__iter__")  # `for row in x`: the views along dim 0
+
+
+# -- batching rules (vmap) ---------------------------------------------------------------------------------------
+# NOTE: a view acting on some axes of an example acts on those axes shifted past the batch axis, which stays where it
+# is (moved left by the axes a view drops before it); views that rebuild the whole shape take the batch axis first.
+def _batch_select(axis_size, vals, dims, *, dim, index):
+    (x,), (d,) = vals, dims
+    return [select_p.bind(x, dim=shift_axis(dim, d), index=index)], [d if dim >= d else d - 1]
+
+
+def _batch_slice(axis_size, vals, dims, *, dim, start, stop, step):
+    (x,), (d,) = vals, dims
+    return [slice_p.bind(x, dim=shift_axis(dim, d), start=start, stop=stop, step=step)], [d]
+
+
+def _batch_unsqueeze(axis_size, vals, dims, *, dim):
+    (x,), (d,) = vals, dims
+    if dim <= d:
+        return [unsqueeze_p.bind(x, dim=dim)], [d + 1]
+    return [unsqueeze_p.bind(x, dim=dim + 1)], [d]
+
+
+def _batch_permute(axis_size, vals, dims, *, perm):
+    (x,), (d,) = vals, dims
+    x = move_batch_axis(x, d, 0)
+    return [permute_p.bind(x, perm=(0,) + tuple(p + 1 for p in perm))], [0]
+
+
+def _batch_view(axis_size, vals, dims, *, shape):
+    (x,), (d,) = vals, dims
+    return [view_p.bind(move_batch_axis(x, d, 0), shape=(axis_size,) + tuple(shape))], [0]
+
+
+def _batch_expand(axis_size, vals, dims, *, shape):
+    (x,), (d,) = vals, dims
+    x = move_batch_axis(x, d, 0)
+    pad = len(shape) - (x.ndim - 1)
+    if pad:
+        x = view_p.bind(x, shape=(axis_size,) + (1,) * pad + tuple(x.shape[1:]))
+    return [expand_p.bind(x, shape=(axis_size,) + tuple(shape))], [0]
+
+
+def _squeeze_batch_rule(axis_size, vals, bdims, **params):
+    (x,), (d,) = vals, bdims
+    squeezed = params["dims"]
+    out = squeeze_p.bind(x, dims=tuple(shift_axis(a, d) for a in squeezed))
+    return [out], [d - sum(a < d for a in squeezed)]
+
+
+def _identity_batch(prim):
+    def rule(axis_size, vals, dims, **params):
+        return [prim.bind(vals[0], **params)], [dims[0]]
+    return rule
+
+
+batching_rules[select_p] = _batch_select
+batching_rules[slice_p] = _batch_slice
+batching_rules[squeeze_p] = _squeeze_batch_rule
+batching_rules[unsqueeze_p] = _batch_unsqueeze
+batching_rules[permute_p] = _batch_permute
+batching_rules[view_p] = _batch_view
+batching_rules[expand_p] = _batch_expand
+batching_rules[detach_p] = _identity_batch(detach_p)
+batching_rules[alias_p] = _identity_batch(alias_p)
+
+
+def _scatter_batch(prim):
+    def rule(axis_size, vals, bdims, *, dim, **params):
+        """The write of each example's `y` into its base: both batched at axis 0 (broadcast there if unbatched), the
+        view's dim shifted past it."""
+        (b, y), (db, dy) = vals, bdims
+        b, y = bdim_at_front(b, db, axis_size), bdim_at_front(y, dy, axis_size)
+        return [prim.bind(b, y, dim=dim + 1, **params)], [0]
+    return rule
+
+
+batching_rules[select_scatter_p] = _scatter_batch(select_scatter_p)
+batching_rules[slice_scatter_p] = _scatter_batch(slice_scatter_p)

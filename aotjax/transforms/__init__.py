@@ -7,3 +7,4 @@ from aotjax.transforms.forward_backward import forward_backward, print_saved_res
 from aotjax.transforms.functionalize import functionalize
 from aotjax.transforms.jit import jit
 from aotjax.transforms.make_jaxpr import make_jaxpr
+from aotjax.transforms.vmap import vmap

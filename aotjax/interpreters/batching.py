@@ -1,0 +1,232 @@
+"""The batching interpreter: `vmap`'s engine, in autodidax's shape.
+
+A `BatchTracer` carries a value of the level below and its batch axis `bdim`: the axis of the value that
+runs over the examples, or `not_mapped` when the value is the same for every example. The tracer's own
+shape is the per-example shape (the value's shape without the batch axis), so the traced function sees
+one example. For each primitive bound at its level, `BatchTrace` looks up the primitive's rule in
+`batching_rules` and binds, one level down, whatever the rule computes: rules are traceable, so `vmap`
+nests (`vmap(vmap(f))`) and composes with the other transforms.
+
+A rule is `rule(axis_size, vals, bdims, **params) -> (outs, out_dims)`: the operands' values and batch axes
+in, the results' values and batch axes out (one per result). Rules keep the batch axis where it is when
+they can: an elementwise op on operands batched at one axis computes at that axis, no `moveaxis` first.
+
+Only pure primitives have rules: `vmap` functionalizes at its boundary (as `grad` does), so a mutation
+reaching this interpreter is an error. The rules live beside each primitive, most of them made by the
+combinators below (`defvectorized`, `defbroadcasting`, `defreducer`).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol, Sequence
+
+from aotjax.core.avals import PYTHON_SCALARS, ShapedArray, get_aval, scalar_literal
+from aotjax.core.errors import UnsupportedError
+from aotjax.core.interpreter import Trace, Tracer, full_raise, new_main, rules_of
+from aotjax.core.primitive import Kind, Primitive
+from aotjax.core.source_info import where
+from aotjax.interpreters import hooks
+from aotjax.tensor import Tensor
+
+__all__ = ["not_mapped", "BatchRule", "batching_rules", "BatchTracer", "BatchTrace", "batch_flat",
+           "batch_flat_dims", "moveaxis", "matchaxis", "broadcast", "bdim_at_front", "defvectorized",
+           "defbroadcasting", "defreducer", "defaxis", "shift_axis"]
+
+not_mapped = None  # the batch axis of a value that is the same for every example
+
+
+class BatchRule(Protocol):
+    """`rule(axis_size, vals, dims, **params) -> (outs, out_dims)`, both lists (one entry per result).
+
+    `vals` are the operands (values of the level below: tensors, or NumPy scalars); `bdims` has one entry per
+    operand, its batch axis (an int) or `not_mapped`. At least one operand is batched (the interpreter binds
+    a primitive with no batched operand as it is). A rule computes only with `prim.bind` and the utilities
+    below, so what it computes is traced by the interpreters below it.
+    """
+
+    def __call__(self, axis_size: int, vals: Sequence[Any], bdims: Sequence[int | None],
+                 **params: Any) -> tuple[list, list]: ...
+
+
+batching_rules: dict[Primitive, BatchRule] = {}
+
+
+class BatchTracer(Tracer, Tensor):
+    __slots__ = ("_trace", "val", "bdim")
+
+    def __init__(self, trace: "BatchTrace", val, bdim: int | None):
+        self._trace = trace
+        self.val = val
+        self.bdim = bdim
+        aval = get_aval(val)
+        if bdim is not not_mapped:
+            aval = ShapedArray(aval.shape[:bdim] + aval.shape[bdim + 1:], aval.dtype)
+        # NOTE: no recorded layout: the per-example strides of a batched value are not tracked in this part.
+        self._init_slots(aval)
+
+
+class BatchTrace(Trace):
+    @property
+    def axis_size(self) -> int:
+        return self.main.global_data
+
+    def pure(self, val):
+        if isinstance(val, PYTHON_SCALARS):
+            val = scalar_literal(val)
+        return BatchTracer(self, val, not_mapped)
+
+    lift = pure
+
+    def process_primitive(self, prim, tracers, params):
+        if prim.kind is Kind.MUTATION:
+            raise UnsupportedError(
+                f"vmap: the in-place primitive '{prim.name}' reached the batching interpreter{where()}. vmap "
+                f"needs a pure program: it functionalizes its function at its boundary; use the out-of-place op "
+                f"instead of '{prim.name}' inside a transform that does not.")
+        vals = [t.val for t in tracers]
+        dims = [t.bdim for t in tracers]
+        with rules_of(self.main):
+            if all(d is not_mapped for d in dims):
+                out = prim.bind(*vals, **params)
+                outs = out if prim.multiple_results else [out]
+                return [BatchTracer(self, o, not_mapped) for o in outs]
+            rule = batching_rules.get(prim)
+            if rule is None:
+                raise NotImplementedError(
+                    f"batching rule for primitive '{prim.name}' is not implemented: vmap cannot batch it yet"
+                    f"{where()}")
+            outs, out_dims = rule(self.axis_size, vals, dims, **params)
+        return [BatchTracer(self, o, d) for o, d in zip(outs, out_dims, strict=True)]
+
+
+def batch_flat_dims(fun: Callable[..., list], vals: list, in_dims: Sequence[int | None],
+                    axis_size: int) -> tuple[list, list]:
+    """`fun` (flat tensors in, a flat list of tensors out) applied to each example of `vals` (batched at
+    `in_dims`): `(outs, out_dims)`, each output with the batch axis its rules left it at (or `not_mapped`)."""
+    with new_main(BatchTrace, global_data=axis_size) as main:
+        trace = main.trace
+        in_tracers = [BatchTracer(trace, v, d) for v, d in zip(vals, in_dims, strict=True)]
+        outs = [full_raise(trace, o) for o in fun(*in_tracers)]
+        return [o.val for o in outs], [o.bdim for o in outs]
+
+
+def batch_flat(fun: Callable[..., list], vals: list, in_dims: Sequence[int | None], axis_size: int,
+               out_dims: Sequence[int | None]) -> list:
+    """`fun` applied to each example of `vals` (batched at `in_dims`), its outputs stacked at `out_dims`
+    (non-negative axes; `not_mapped` for an output that must be the same for every example)."""
+    outs, dims = batch_flat_dims(fun, vals, in_dims, axis_size)
+    result = []
+    for i, (o, d, want) in enumerate(zip(outs, dims, out_dims, strict=True)):
+        if want is not_mapped and d is not not_mapped:
+            raise ValueError(f"vmap: output {i} varies over the examples but its out axis is None{where()}; give it "
+                             f"an axis to stack the examples at")
+        result.append(o if want is not_mapped else matchaxis(d, want, axis_size, o))
+    return result
+
+
+# -- utilities (they bind, so they work at any level) ----------------------------------------------
+def _ndim(x) -> int:
+    return len(get_aval(x).shape)
+
+
+def moveaxis(x, src: int, dst: int):
+    """`x` with its axis `src` moved to `dst` (a `permute`; `x` itself when they are the same axis)."""
+    n = _ndim(x)
+    src, dst = src % n, dst % n
+    if src == dst:
+        return x
+    perm = [i for i in range(n) if i != src]
+    perm.insert(dst, src)
+    return hooks.permute(x, tuple(perm))
+
+
+def broadcast(x, size: int, axis: int):
+    """`x` with a new axis of `size` at `axis` (the same value for every example: a view, no copy)."""
+    shape = tuple(get_aval(x).shape)
+    unsqueezed = shape[:axis] + (1,) + shape[axis:]
+    x = hooks.reshape(hooks.as_tensor(x), unsqueezed)
+    return hooks.expand(x, unsqueezed[:axis] + (size,) + unsqueezed[axis + 1:])
+
+
+def matchaxis(src: int | None, dst: int, size: int, x):
+    """`x`, batched at `src` (or `not_mapped`), batched at `dst` instead."""
+    if src is not_mapped:
+        return broadcast(x, size, dst)
+    return moveaxis(x, src, dst)
+
+
+def bdim_at_front(x, bdim: int | None, size: int):
+    """`x` batched at axis 0 (broadcast there if it is not batched)."""
+    return matchaxis(bdim, 0, size, x)
+
+
+def _insert_ones(x, at: int, count: int):
+    """`x` with `count` axes of size 1 inserted at `at`."""
+    if count <= 0:
+        return x
+    shape = tuple(get_aval(x).shape)
+    return hooks.reshape(hooks.as_tensor(x), shape[:at] + (1,) * count + shape[at:])
+
+
+def shift_axis(axis: int, bdim: int) -> int:
+    """Where logical axis `axis` of an example is in a value batched at `bdim`."""
+    return axis + 1 if axis >= bdim else axis
+
+
+# -- combinators -------------------------------------------------------------------------------------------------
+def defvectorized(prim: Primitive) -> None:
+    """The rule of a unary elementwise `prim`: the batch axis passes through."""
+    def rule(axis_size, vals, bdims, **params):
+        return [prim.bind(vals[0], **params)], [bdims[0]]
+    batching_rules[prim] = rule
+
+
+def _broadcasting_rule(prim: Primitive):
+    def rule(axis_size, vals, bdims, **params):
+        ranks = [_ndim(v) - (d is not not_mapped) for v, d in zip(vals, bdims)]
+        out_rank = max(ranks)
+        # NOTE: positions are counted in the batched output (rank `out_rank + 1`), operands aligned at their
+        # last axis as broadcasting aligns them; the first batched operand's batch axis decides where the
+        # output's is, and the others are moved there (a no-op when they are batched alike).
+        first = next(i for i, d in enumerate(bdims) if d is not not_mapped)
+        target = bdims[first] + out_rank - ranks[first]
+        operands = [_aligned(v, d, r, out_rank, target) for v, d, r in zip(vals, bdims, ranks)]
+        return [prim.bind(*operands, **params)], [target]
+    return rule
+
+
+def _aligned(x, bdim: int | None, rank: int, out_rank: int, target: int):
+    """Operand `x` (logical rank `rank`, batched at `bdim`) made to broadcast with the output batched at `target`."""
+    if bdim is not_mapped:
+        # NOTE: an unbatched operand whose dims start before the batch axis gets a size-1 axis there.
+        first = out_rank - rank  # the output's (an example's) dim that its first dim broadcasts with
+        return _insert_ones(x, target - first, 1) if first < target else x
+    want = target - (out_rank - rank)
+    if want < 0:
+        x, bdim, want = _insert_ones(x, 0, -want), bdim - want, 0
+    return moveaxis(x, bdim, want)
+
+
+def defbroadcasting(prim: Primitive) -> None:
+    """The rule of an n-ary elementwise `prim` with PyTorch broadcasting (operands of any ranks)."""
+    batching_rules[prim] = _broadcasting_rule(prim)
+
+
+def defreducer(prim: Primitive) -> None:
+    """The rule of a reduction `prim` with params `axes` (sorted non-negative axes of an example) and `keepdims`:
+    the axes are shifted past the batch axis, which stays where it is (moved left by the axes dropped before it)."""
+    def rule(axis_size, vals, bdims, *, axes, keepdims, **params):
+        (x,), (d,) = vals, bdims
+        shifted = tuple(shift_axis(a, d) for a in axes)
+        out = prim.bind(x, axes=shifted, keepdims=keepdims, **params)
+        return [out], [d if keepdims else d - sum(a < d for a in shifted)]
+    batching_rules[prim] = rule
+
+
+def defaxis(prim: Primitive, param: str = "axis") -> None:
+    """The rule of a unary `prim` acting along one axis of an example (`cumsum`), its result of the operand's rank:
+    the axis is shifted past the batch axis, which stays where it is."""
+    def rule(axis_size, vals, bdims, **params):
+        (x,), (d,) = vals, bdims
+        params = {**params, param: shift_axis(params[param], d)}
+        return [prim.bind(x, **params)], [d]
+    batching_rules[prim] = rule

@@ -1,0 +1,216 @@
+"""`vmap`: a function of one example mapped over a batch axis of its arguments.
+
+`vmap(f)(*args)` computes what a Python loop of `f` over the examples would compute, stacked, in one
+program: the batching interpreter (`aotjax.interpreters.batching`) runs `f` once on tracers holding the
+whole batch. As `grad` does, vmap functionalizes `f` at its boundary, so only pure primitives reach the
+batching interpreter; an input `f` writes in place gets the new value written back (at its batch axis),
+a tensor made inside `f` and written with a batched value is simply batched, and a write of a batched value
+into an input passed without a batch axis is an error (its one storage cannot hold one value per example).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import jax
+
+from aotjax.core.source_info import where
+from aotjax.interpreters.batching import batch_flat_dims, matchaxis, not_mapped
+from aotjax.tensor import Tensor
+from aotjax.transforms.autodiff import _Boundary
+
+__all__ = ["vmap"]
+
+_RANDOMNESS = ("error", "same", "different")
+
+
+def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: str | None = None,
+         axis_size: int | None = None, *, randomness: str = "error", chunk_size: int | None = None,
+         in_dims: Any = None, out_dims: Any = None) -> Callable:
+    """`f` mapped over axis `in_axes` of its arguments, its outputs stacked at `out_axes`.
+
+    `in_axes` is an int, None (the argument is the same for every example), or a pytree prefix of the
+    positional arguments (a tuple with one entry per argument, each an int, None or a subtree); axes may be
+    negative. `out_axes` is likewise a prefix of the output. `axis_size` gives the batch size when no argument
+    is batched. PyTorch's keywords `in_dims`/`out_dims` are accepted for `in_axes`/`out_axes`.
+
+    >>> aotjax.vmap(lambda x, y: x @ y, in_axes=(0, None))(aotjax.ones(3, 2), aotjax.ones(2))
+    tensor([2., 2., 2.])
+    """
+    if in_dims is not None:
+        in_axes = in_dims
+    if out_dims is not None:
+        out_axes = out_dims
+    if randomness not in _RANDOMNESS:
+        raise ValueError(f"vmap: randomness must be one of {', '.join(map(repr, _RANDOMNESS))}, got {randomness!r}")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"vmap: chunk_size must be a positive int or None, got {chunk_size!r}")
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+
+    @functools.wraps(f)
+    def batched(*args, **kwargs):
+        if kwargs:
+            raise TypeError(f"vmap: keyword arguments are not batched; pass them positionally (with an in_axes "
+                            f"entry, None for an unbatched one), or bind them with functools.partial{where()}")
+        return _call(f, args, in_axes, out_axes, axis_size)
+
+    return batched
+
+
+def _call(f: Callable, args: tuple, in_axes: Any, out_axes: Any, axis_size: int | None):
+    paths, leaves, axes = _flat_in_axes(args, in_axes)
+    size = _batch_size(paths, leaves, axes, axis_size)
+    # NOTE: a view passed in is made its own storage, so that its batch axis is an axis of the base the boundary
+    # batches; a write into it is written back to the view below.
+    bases_in = [x.clone() if isinstance(x, Tensor) and _is_view(x) else x for x in leaves]
+    call = _Boundary(lambda *xs: f(*xs), _unflatten(args, bases_in), {}, False, "vmap")
+    group_dims = [_group_axis(call, g, paths, axes) for g in call.groups]
+    outs, dims = batch_flat_dims(functools.partial(_pure_tensors, call), call.bases, group_dims, size)
+    n_main, n_new = call.n_main, call.n_new
+    _write_back(call, leaves, paths, outs[n_main:n_main + n_new], dims[n_main:n_main + n_new], group_dims, size)
+    values, value_dims = outs[:n_main], dims[:n_main]
+    out_tree = call.main_tree
+    out_paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(
+        jax.tree_util.tree_unflatten(out_tree, [0] * n_main))[0]]
+    want = _flat_out_axes(out_axes, out_tree, out_paths)
+    result = [_stack_output(v, d, w, size, p) for v, d, w, p in zip(values, value_dims, want, out_paths, strict=True)]
+    return jax.tree_util.tree_unflatten(out_tree, result)
+
+
+def _pure_tensors(call: _Boundary, *bases) -> list:
+    """`call.pure`, refusing outputs that are not tensors (the batching interpreter would make them tensors)."""
+    flat = call.pure(*bases)
+    out_paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(
+        jax.tree_util.tree_unflatten(call.main_tree, [0] * call.n_main))[0]]
+    for value, path in zip(flat[:call.n_main], out_paths, strict=True):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"vmap: output {path or '(the result)'} is a {type(value).__name__}, not a tensor"
+                            f"{where()}; a vmapped function must return tensors (pytrees of them)")
+    return flat
+
+
+def _is_view(x: Tensor) -> bool:
+    return bool(getattr(x, "_chain", ())) or getattr(x, "_strides", None) is not None
+
+
+def _unflatten(args: tuple, leaves: list) -> tuple:
+    return tuple(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(list(args)), leaves))
+
+
+def _flat_in_axes(args: tuple, in_axes: Any) -> tuple[list[str], list, list]:
+    """The flat arguments, their pytree paths (`[0]['w']`) and their batch axes (non-negative, or None)."""
+    flat = jax.tree_util.tree_flatten_with_path(list(args))[0]
+    paths = [jax.tree_util.keystr(p) for p, _ in flat]
+    leaves = [x for _, x in flat]
+    if isinstance(in_axes, int) or in_axes is None:
+        per_leaf = [in_axes] * len(leaves)
+    else:
+        if not isinstance(in_axes, tuple) or len(in_axes) != len(args):
+            raise ValueError(f"vmap: in_axes must be an int, None, or a tuple with one entry per positional "
+                             f"argument ({len(args)}), got {in_axes!r}{where()}")
+        per_leaf = _broadcast_prefix(list(in_axes), list(args), "in_axes", "the arguments")
+    axes = [_normalized_in_axis(x, ax, p) for x, ax, p in zip(leaves, per_leaf, paths, strict=True)]
+    return paths, leaves, axes
+
+
+def _normalized_in_axis(x, ax, path: str):
+    if ax is None:
+        return None
+    if not isinstance(ax, int):
+        raise TypeError(f"vmap: the in axis of argument {path} must be an int or None, got {ax!r}{where()}")
+    if not isinstance(x, Tensor):
+        raise TypeError(f"vmap: argument {path} is a {type(x).__name__}, not a tensor, but has in axis {ax}"
+                        f"{where()}; give it in axis None, or pass a tensor")
+    if not -x.ndim <= ax < x.ndim:
+        raise ValueError(f"vmap: in axis {ax} of argument {path} is out of range for its shape {list(x.shape)}"
+                         f"{where()}")
+    return ax % x.ndim
+
+
+def _batch_size(paths, leaves, axes, axis_size: int | None) -> int:
+    sizes = {p: x.shape[ax] for p, x, ax in zip(paths, leaves, axes) if ax is not None}
+    if axis_size is not None:
+        sizes = {"axis_size": axis_size, **sizes}
+    if not sizes:
+        raise ValueError(f"vmap: no argument is batched (every in axis is None) and no axis_size is given"
+                         f"{where()}; pass axis_size=n")
+    if len(set(sizes.values())) > 1:
+        listed = ", ".join(f"{p}: {n}" for p, n in sizes.items())
+        raise ValueError(f"vmap: the batched arguments have different sizes along their in axes ({listed})"
+                         f"{where()}; every batched argument needs the same batch size")
+    return next(iter(sizes.values()))
+
+
+def _group_axis(call: _Boundary, g, paths: list[str], axes: list) -> int | None:
+    """The batch axis of an input group's base: its argument's in axis (one tensor passed twice must have one)."""
+    group_axes = {axes[i] for idxs in g.leaves for i in idxs}
+    if len(group_axes) > 1:
+        named = ", ".join(paths[i] for idxs in g.leaves for i in idxs)
+        raise NotImplementedError(f"vmap: arguments {named} are one tensor passed with different in axes{where()}; "
+                                  f"pass a clone for one of them")
+    return group_axes.pop()
+
+
+def _write_back(call: _Boundary, leaves: list, paths: list[str], new_bases: list, dims: list, group_dims: list,
+                size: int) -> None:
+    """Write the new values of the inputs `f` wrote in place into the caller's tensors, at their batch axes."""
+    if call.meta.metadata:
+        raise NotImplementedError(f"vmap: the function changes the shape or strides of an input in place{where()};"
+                                  f" this is not supported under vmap yet")
+    for gi, value, d in zip(call.meta.mutated, new_bases, dims, strict=True):
+        g = call.groups[gi]
+        idxs = g.leaves[0]
+        target = leaves[idxs[0]]
+        axis = group_dims[gi]
+        if axis is None and d is not not_mapped:
+            raise ValueError(
+                f"vmap: the function writes a batched value in place into argument {paths[idxs[0]]}, which is not "
+                f"batched (in axis None){where()}; its one storage cannot hold one value per example: use the "
+                f"out-of-place op, or pass the tensor with a batch axis")
+        if axis is not None:
+            value = matchaxis(d, axis, size, value)
+        target.copy_(value)
+
+
+def _flat_out_axes(out_axes: Any, out_tree, out_paths: list[str]) -> list:
+    if isinstance(out_axes, int) or out_axes is None:
+        return [out_axes] * out_tree.num_leaves
+    if isinstance(out_axes, list):
+        out_axes = tuple(out_axes)
+    outs = jax.tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
+    return _broadcast_prefix(out_axes, outs, "out_axes", "the output")
+
+
+class _Repeated:
+    """One axis standing for every leaf of a subtree (a pytree leaf of its own)."""
+
+    def __init__(self, axis, count: int):
+        self.axes = [axis] * count
+
+
+def _broadcast_prefix(prefix: Any, tree: Any, what: str, of: str) -> list:
+    """One axis per leaf of `tree`, from `prefix`, a pytree prefix of it whose leaves are axes (or None)."""
+    try:
+        expanded = jax.tree_util.tree_map(lambda ax, sub: _Repeated(ax, len(jax.tree_util.tree_leaves(sub))),
+                                          prefix, tree, is_leaf=lambda a: a is None)
+    except ValueError as e:
+        raise ValueError(f"vmap: {what} {prefix!r} is not a pytree prefix of {of}{where()}: {e}") from None
+    return [ax for r in jax.tree_util.tree_leaves(expanded, is_leaf=lambda a: isinstance(a, _Repeated))
+            for ax in r.axes]
+
+
+def _stack_output(value, d, want, size: int, path: str):
+    if not isinstance(value, Tensor):
+        raise TypeError(f"vmap: output {path or '(the result)'} is a {type(value).__name__}, not a tensor{where()}; "
+                        f"a vmapped function must return tensors (pytrees of them)")
+    if want is None:
+        if d is not not_mapped:
+            raise ValueError(f"vmap: output {path or '(the result)'} varies over the examples but its out axis is "
+                             f"None{where()}; give it an axis to stack the examples at")
+        return value
+    ndim = value.ndim + (d is not_mapped)
+    if not -ndim <= want < ndim:
+        raise ValueError(f"vmap: out axis {want} of output {path or '(the result)'} is out of range for a batched "
+                         f"result of {ndim} dims{where()}")
+    return matchaxis(d, want % ndim, size, value)
