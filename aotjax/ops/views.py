@@ -835,3 +835,20 @@ def _scatter_batch(prim):
 
 batching_rules[select_scatter_p] = _scatter_batch(select_scatter_p)
 batching_rules[slice_scatter_p] = _scatter_batch(slice_scatter_p)
+
+
+def _batch_diagonal(axis_size, vals, bdims, *, offset, dim1, dim2):
+    """The diagonal of each example: the batch axis first, the diagonal's dims (canonical) shifted past it."""
+    (x,), (d,) = vals, bdims
+    return [diagonal_p.bind(move_batch_axis(x, d, 0), offset=offset, dim1=dim1 + 1, dim2=dim2 + 1)], [0]
+
+
+def _batch_diagonal_scatter(axis_size, vals, bdims, *, offset, dim1, dim2):
+    """Each example's diagonal written into its base: both batched at axis 0 (broadcast there if unbatched)."""
+    (b, y), (db, dy) = vals, bdims
+    b, y = bdim_at_front(b, db, axis_size), bdim_at_front(y, dy, axis_size)
+    return [diagonal_scatter_p.bind(b, y, offset=offset, dim1=dim1 + 1, dim2=dim2 + 1)], [0]
+
+
+batching_rules[diagonal_p] = _batch_diagonal
+batching_rules[diagonal_scatter_p] = _batch_diagonal_scatter
