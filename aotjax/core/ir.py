@@ -188,10 +188,20 @@ def prune_jaxpr(closed: ClosedJaxpr, used_outputs: list[bool]) -> tuple[ClosedJa
     j = closed.jaxpr
     outvars = [v for v, u in zip(j.outvars, used_outputs, strict=True) if u]
     eqns = dce(j.eqns, outvars)
+    used = _read_inputs(j, eqns, outvars)
+    pruned = Jaxpr(j.constvars, [v for v, u in zip(j.invars, used) if u], eqns, outvars)
+    return ClosedJaxpr(pruned, closed.consts, meta=closed.meta), used
+
+
+def used_inputs(jaxpr: Jaxpr, used_outputs: list[bool]) -> list[bool]:
+    """Which inputs of `jaxpr` the outputs marked in `used_outputs` read (through the equations they need)."""
+    outvars = [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+    return _read_inputs(jaxpr, dce(jaxpr.eqns, outvars), outvars)
+
+
+def _read_inputs(jaxpr: Jaxpr, eqns: list[Eqn], outvars: list) -> list[bool]:
     read = {id(a) for e in eqns for a in e.inputs} | {id(a) for a in outvars}
-    used_inputs = [id(v) in read for v in j.invars]
-    pruned = Jaxpr(j.constvars, [v for v, u in zip(j.invars, used_inputs) if u], eqns, outvars)
-    return ClosedJaxpr(pruned, closed.consts, meta=closed.meta), used_inputs
+    return [id(v) in read for v in jaxpr.invars]
 
 
 def structure_key(closed: ClosedJaxpr | Jaxpr) -> tuple:

@@ -10,7 +10,7 @@ import numpy as np
 from aotjax.core.avals import get_aval
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.interpreter import Tracer
-from aotjax.core.ir import ClosedJaxpr, Jaxpr, dce
+from aotjax.core.ir import ClosedJaxpr, Jaxpr
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import is_differentiable
 from aotjax.ops._frontend import as_tensor, convert
@@ -18,7 +18,7 @@ from aotjax.ops.control_flow._body import describe_path
 from aotjax.ops.creation import full
 from aotjax.tensor import Tensor
 
-__all__ = ["split_list", "permute", "differentiable", "used_inputs", "loop_operand", "kind_of", "check_carry",
+__all__ = ["split_list", "permute", "differentiable", "loop_operand", "kind_of", "check_carry",
            "WeakCarry", "trace_promoting"]
 
 
@@ -43,13 +43,6 @@ def permute(closed: ClosedJaxpr, in_order, out_order) -> ClosedJaxpr:
 def differentiable(flags, avals) -> list[bool]:
     """`flags` where the value can have a tangent (integer and bool values never have one)."""
     return [f and is_differentiable(a.dtype) for f, a in zip(flags, avals, strict=True)]
-
-
-def used_inputs(jaxpr: Jaxpr, used_outputs: Sequence[bool]) -> list[bool]:
-    """Which inputs of `jaxpr` the outputs marked in `used_outputs` read."""
-    outs = [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
-    read = {id(a) for e in dce(jaxpr.eqns, outs) for a in e.inputs} | {id(a) for a in outs}
-    return [id(v) in read for v in jaxpr.invars]
 
 
 def loop_operand(x, op: str, what: str) -> Tensor:

@@ -39,7 +39,7 @@ from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.checks import check_record
 from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
-from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, used_inputs
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
 from aotjax.core.typecheck import typecheck, typecheck_enabled
@@ -51,7 +51,6 @@ from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass, is_undefined, transpose_rules
 from aotjax.ops._frontend import as_tensor
 from aotjax.ops.control_flow._body import Body, describe_path, trace_body, write_back
-from aotjax.ops.control_flow._common import used_inputs
 from aotjax.tensor import Tensor
 
 __all__ = ["cond", "switch", "cond_p"]

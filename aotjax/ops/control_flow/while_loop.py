@@ -34,7 +34,7 @@ from aotjax.core.avals import PYTHON_SCALARS, ShapedArray, canonicalize_dtype, d
 from aotjax.core.checks import check_record, lowering_checks
 from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer
-from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, used_inputs
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
 from aotjax.interpreters.ad_util import Zero, instantiate
@@ -53,7 +53,6 @@ from aotjax.ops.control_flow._common import (
     permute,
     split_list,
     trace_promoting,
-    used_inputs,
 )
 from aotjax.ops.control_flow.scan import scan
 from aotjax.ops.creation import full
