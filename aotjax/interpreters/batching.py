@@ -17,18 +17,23 @@ combinators below (`defvectorized`, `defbroadcasting`, `defreducer`).
 """
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from aotjax.core.avals import PYTHON_SCALARS, ShapedArray, get_aval, scalar_literal
 from aotjax.core.errors import UnsupportedError
+from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Trace, Tracer, full_raise, new_main, rules_of
 from aotjax.core.primitive import Kind, Primitive
 from aotjax.core.source_info import where
 from aotjax.interpreters import hooks
+from aotjax.interpreters.trace import trace_flat
 from aotjax.tensor import Tensor
 
-__all__ = ["not_mapped", "BatchRule", "batching_rules", "BatchTracer", "BatchTrace", "batch_flat",
-           "batch_flat_dims", "moveaxis", "matchaxis", "broadcast", "bdim_at_front", "defvectorized",
+__all__ = ["not_mapped", "BatchRule", "batching_rules", "collective_rules", "BatchAxis", "BatchTracer", "BatchTrace",
+           "batch_flat", "batch_flat_dims", "batch_jaxpr", "current_axis", "find_axis",
+           "moveaxis", "matchaxis", "broadcast", "bdim_at_front", "defvectorized",
            "defbroadcasting", "defreducer", "defaxis", "shift_axis"]
 
 not_mapped = None  # the batch axis of a value that is the same for every example
@@ -49,6 +54,46 @@ class BatchRule(Protocol):
 
 batching_rules: dict[Primitive, BatchRule] = {}
 
+# NOTE: a collective (`psum` over a named axis) is processed by every batching level, batched operands or not: the
+# level whose axis it names reduces over its batch axis, the others batch it like any op. Its rule takes the trace.
+collective_rules: dict[Primitive, Callable[..., tuple[list, list]]] = {}
+
+
+@dataclass(frozen=True)
+class BatchAxis:
+    """What one `vmap` maps over: the number of examples and the axis's name (for collectives), if it has one."""
+
+    size: int
+    name: Any = None
+
+
+class _RuleAxes(threading.local):
+    """The axes whose rules are running in this thread, innermost last (`current_axis`)."""
+
+    def __init__(self):
+        self.stack: list[BatchAxis] = []
+
+
+_rule_axes = _RuleAxes()
+
+
+def current_axis() -> BatchAxis:
+    """The axis of the batching level whose rule is running: what a rule batching a sub-program (a loop body, a
+    branch, a compiled call) passes to `batch_jaxpr`, so that collectives inside see the axis's name."""
+    if not _rule_axes.stack:
+        raise RuntimeError("current_axis() is only meaningful inside a batching rule")
+    return _rule_axes.stack[-1]
+
+
+def find_axis(name, what: str):
+    """The `MainTrace` of the innermost active `vmap` whose axis is named `name`; an error naming `what` if none."""
+    from aotjax.core.interpreter import _state  # NOTE: the live stack of this thread
+    for main in reversed(_state.stack):
+        if main.trace_type is BatchTrace and main.global_data.name == name:
+            return main
+    raise NameError(f"{what}: unbound axis name {name!r}: no enclosing vmap has axis_name={name!r}{where()}; pass "
+                    f"axis_name={name!r} to the vmap whose examples {what} combines")
+
 
 class BatchTracer(Tracer, Tensor):
     __slots__ = ("_trace", "val", "bdim")
@@ -66,8 +111,12 @@ class BatchTracer(Tracer, Tensor):
 
 class BatchTrace(Trace):
     @property
-    def axis_size(self) -> int:
+    def axis(self) -> BatchAxis:
         return self.main.global_data
+
+    @property
+    def axis_size(self) -> int:
+        return self.main.global_data.size
 
     def pure(self, val):
         if isinstance(val, PYTHON_SCALARS):
@@ -84,7 +133,10 @@ class BatchTrace(Trace):
                 f"instead of '{prim.name}' inside a transform that does not.")
         vals = [t.val for t in tracers]
         dims = [t.bdim for t in tracers]
-        with rules_of(self.main):
+        with rules_of(self.main), _running(self.axis):
+            if prim in collective_rules:
+                outs, out_dims = collective_rules[prim](self, vals, dims, **params)
+                return [BatchTracer(self, o, d) for o, d in zip(outs, out_dims, strict=True)]
             if all(d is not_mapped for d in dims):
                 out = prim.bind(*vals, **params)
                 outs = out if prim.multiple_results else [out]
@@ -98,22 +150,41 @@ class BatchTrace(Trace):
         return [BatchTracer(self, o, d) for o, d in zip(outs, out_dims, strict=True)]
 
 
+class _running:
+    """While a rule of `axis` runs (`current_axis`)."""
+
+    def __init__(self, axis: BatchAxis):
+        self.axis = axis
+
+    def __enter__(self):
+        _rule_axes.stack.append(self.axis)
+
+    def __exit__(self, *exc):
+        _rule_axes.stack.pop()
+
+
+def _axis_of(axis: int | BatchAxis) -> BatchAxis:
+    return axis if isinstance(axis, BatchAxis) else BatchAxis(axis)
+
+
 def batch_flat_dims(fun: Callable[..., list], vals: list, in_dims: Sequence[int | None],
-                    axis_size: int) -> tuple[list, list]:
+                    axis: int | BatchAxis) -> tuple[list, list]:
     """`fun` (flat tensors in, a flat list of tensors out) applied to each example of `vals` (batched at
-    `in_dims`): `(outs, out_dims)`, each output with the batch axis its rules left it at (or `not_mapped`)."""
-    with new_main(BatchTrace, global_data=axis_size) as main:
+    `in_dims`; `axis` is the batch size, or a `BatchAxis` naming it): `(outs, out_dims)`, each output with the
+    batch axis its rules left it at (or `not_mapped`)."""
+    with new_main(BatchTrace, global_data=_axis_of(axis)) as main:
         trace = main.trace
         in_tracers = [BatchTracer(trace, v, d) for v, d in zip(vals, in_dims, strict=True)]
         outs = [full_raise(trace, o) for o in fun(*in_tracers)]
         return [o.val for o in outs], [o.bdim for o in outs]
 
 
-def batch_flat(fun: Callable[..., list], vals: list, in_dims: Sequence[int | None], axis_size: int,
+def batch_flat(fun: Callable[..., list], vals: list, in_dims: Sequence[int | None], axis: int | BatchAxis,
                out_dims: Sequence[int | None]) -> list:
     """`fun` applied to each example of `vals` (batched at `in_dims`), its outputs stacked at `out_dims`
     (non-negative axes; `not_mapped` for an output that must be the same for every example)."""
-    outs, dims = batch_flat_dims(fun, vals, in_dims, axis_size)
+    axis_size = _axis_of(axis).size
+    outs, dims = batch_flat_dims(fun, vals, in_dims, axis)
     result = []
     for i, (o, d, want) in enumerate(zip(outs, dims, out_dims, strict=True)):
         if want is not_mapped and d is not not_mapped:
@@ -121,6 +192,29 @@ def batch_flat(fun: Callable[..., list], vals: list, in_dims: Sequence[int | Non
                              f"an axis to stack the examples at")
         result.append(o if want is not_mapped else matchaxis(d, want, axis_size, o))
     return result
+
+
+def batch_jaxpr(jaxpr, axis: int | BatchAxis, in_batched: Sequence[bool],
+                instantiate: bool | Sequence[bool] = False):
+    """The batched version of pure program `jaxpr` (a `ClosedJaxpr`): `(batched_jaxpr, out_batched)`. Its inputs
+    marked `in_batched` take a leading batch axis of `axis`'s size (the others are the same for every example);
+    its outputs marked in `out_batched` have one, those that vary over the examples or that `instantiate` asks
+    for (one flag, or one per output). What loops, branches and calls build their batching rules from: their
+    batch axes are always at 0 inside, so a carry or branch output agrees across iterations and branches."""
+    axis = _axis_of(axis)
+    m = len(jaxpr.out_avals)
+    inst = [instantiate] * m if isinstance(instantiate, bool) else list(instantiate)
+    out_batched: list[bool] = []
+
+    def fun(*args):
+        outs, dims = batch_flat_dims(lambda *xs: eval_jaxpr(jaxpr, *xs), list(args),
+                                     [0 if b else not_mapped for b in in_batched], axis)
+        out_batched[:] = [d is not not_mapped or i for d, i in zip(dims, inst, strict=True)]
+        return [matchaxis(d, 0, axis.size, o) if b else o for o, d, b in zip(outs, dims, out_batched)]
+
+    avals = [ShapedArray((axis.size, *a.shape), a.dtype) if b else a
+             for a, b in zip(jaxpr.in_avals, in_batched, strict=True)]
+    return trace_flat(fun, avals), list(out_batched)
 
 
 # -- utilities (they bind, so they work at any level) ----------------------------------------------

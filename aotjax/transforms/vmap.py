@@ -15,7 +15,7 @@ from typing import Any, Callable
 import jax
 
 from aotjax.core.source_info import where
-from aotjax.interpreters.batching import batch_flat_dims, matchaxis, not_mapped
+from aotjax.interpreters.batching import BatchAxis, batch_flat_dims, matchaxis, not_mapped
 from aotjax.tensor import Tensor
 from aotjax.transforms.autodiff import _Boundary
 
@@ -53,12 +53,12 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: str | None
         if kwargs:
             raise TypeError(f"vmap: keyword arguments are not batched; pass them positionally (with an in_axes "
                             f"entry, None for an unbatched one), or bind them with functools.partial{where()}")
-        return _call(f, args, in_axes, out_axes, axis_size)
+        return _call(f, args, in_axes, out_axes, axis_size, axis_name)
 
     return batched
 
 
-def _call(f: Callable, args: tuple, in_axes: Any, out_axes: Any, axis_size: int | None):
+def _call(f: Callable, args: tuple, in_axes: Any, out_axes: Any, axis_size: int | None, axis_name):
     paths, leaves, axes = _flat_in_axes(args, in_axes)
     size = _batch_size(paths, leaves, axes, axis_size)
     # NOTE: a view passed in is made its own storage, so that its batch axis is an axis of the base the boundary
@@ -66,7 +66,8 @@ def _call(f: Callable, args: tuple, in_axes: Any, out_axes: Any, axis_size: int 
     bases_in = [x.clone() if isinstance(x, Tensor) and _is_view(x) else x for x in leaves]
     call = _Boundary(lambda *xs: f(*xs), _unflatten(args, bases_in), {}, False, "vmap")
     group_dims = [_group_axis(call, g, paths, axes) for g in call.groups]
-    outs, dims = batch_flat_dims(functools.partial(_pure_tensors, call), call.bases, group_dims, size)
+    outs, dims = batch_flat_dims(functools.partial(_pure_tensors, call), call.bases, group_dims,
+                                 BatchAxis(size, axis_name))
     n_main, n_new = call.n_main, call.n_new
     _write_back(call, leaves, paths, outs[n_main:n_main + n_new], dims[n_main:n_main + n_new], group_dims, size)
     values, value_dims = outs[:n_main], dims[:n_main]
