@@ -1,13 +1,15 @@
 """Control flow with JAX's names and signatures (`jax.lax`), on aotjax tensors: `scan`, `cond`, `switch`,
 `while_loop`, `fori_loop`, `map`. Each is one higher-order primitive (`aotjax.ops.control_flow`) that works
-eagerly (one compiled loop) and under every transform, with PyTorch's meaning of in-place writes inside."""
+eagerly (one compiled loop) and under every transform, with PyTorch's meaning of in-place writes inside. And the
+collectives over a named `vmap` axis (`aotjax.ops.collectives`): `psum`, `pmean`, `pmax`, `pmin`, `axis_index`."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from aotjax.ops.collectives import axis_index, pmax, pmean, pmin, psum
 from aotjax.ops.control_flow import cond, fori_loop, scan, switch, while_loop
 
-__all__ = ["scan", "cond", "switch", "while_loop", "fori_loop", "map"]
+__all__ = ["scan", "cond", "switch", "while_loop", "fori_loop", "map", "psum", "pmean", "pmax", "pmin", "axis_index"]
 
 
 def map(f: Callable, xs: Any):

@@ -33,6 +33,7 @@ TRANSPOSE_TESTED_ELSEWHERE = {
     "scan": "transposed through its body: tests/test_scan.py (the dot-product test of a linear scan)",
     "while": "its transpose raises JAX's error (no residuals for an unknown trip count): tests/test_while_loop.py",
     "cond": "transposed through its branches: tests/test_cond.py (the dot-product test of a linear cond)",
+    "psum": "transposed only inside a named vmap: tests/test_vmap_collectives.py (its dot-product test)",
 }
 
 

@@ -2,6 +2,7 @@
 them, and the user-facing op functions (most are also Tensor methods, which the family installs)."""
 from aotjax.ops import (
     _frontend,
+    collectives,
     control_flow,
     creation,
     custom_derivatives,  # registers the custom_jvp/custom_vjp primitives
