@@ -25,109 +25,24 @@ from typing import Any, Callable, NamedTuple, Sequence
 import jax
 import numpy as np
 
-from aotjax.core import views
 from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
 from aotjax.core.avals import get_aval
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.eval_jaxpr import eval_jaxpr
-from aotjax.core.interpreter import below, new_main
-from aotjax.core.interpreter import bind as _bind
 from aotjax.core.ir import ClosedJaxpr, dce_jaxpr
 from aotjax.core.source_info import where
-from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate, is_differentiable
-from aotjax.interpreters.functionalize import FunctionalizeTrace, FunctionalTensor, current_value
+from aotjax.interpreters.ad_util import Zero, instantiate, is_differentiable
 from aotjax.interpreters.jvp import jvp_flat
 from aotjax.interpreters.partial_eval import PartialVal, partial_eval_flat
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass
 from aotjax.ops import eye, stack
 from aotjax.ops._frontend import as_tensor
-from aotjax.ops.creation import ones, zeros
-from aotjax.runtime import boundary
+from aotjax.ops.creation import ones
 from aotjax.tensor import Tensor
 from aotjax.transforms.argnums import call_argnums, fun_name, normalize_argnums
 from aotjax.transforms.passes import run_pass
-
-
-# -- the differentiated function: functionalize at the boundary -------------------------------------
-class _Boundary:
-    """A call of `fun` on `args`: its flat arguments, input groups and, once `pure` has run, the
-    boundary record. `pure(*bases)` is the function of the groups' bases that is differentiated: it
-    returns the values of the differentiated outputs, then the written inputs' new bases and the
-    intermediate bases (for the boundary)."""
-
-    def __init__(self, fun: Callable, args: Sequence, kwargs: dict, has_aux: bool, what: str):
-        self.fun, self.has_aux, self.what = fun, has_aux, what
-        self.leaves, self.in_tree = jax.tree_util.tree_flatten((list(args), kwargs))
-        self.groups = boundary.group_inputs(self.leaves)
-        self.bases = boundary.entry_bases(self.groups, self.leaves)
-        self.meta = None
-
-    def pure(self, *bases) -> list:
-        with new_main(FunctionalizeTrace, dynamic=True) as main:
-            inner = boundary.enter(main.trace, self.groups, list(bases), self.leaves)
-            args, kwargs = jax.tree_util.tree_unflatten(self.in_tree, inner)
-            out = self.fun(*args, **kwargs)
-            if self.has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise TypeError(f"{self.what} with has_aux=True: the function must return a pair "
-                                    f"(output, aux), got {type(out).__name__}{where()}")
-                out, aux = out
-            else:
-                aux = None
-            main_leaves, self.main_tree = jax.tree_util.tree_flatten(out)
-            out_leaves, out_tree = jax.tree_util.tree_flatten((out, aux))
-            body = boundary.collect(main.trace, self.groups, inner, out_leaves, out_tree)
-            with below(main):
-                values = [current_value(o) if isinstance(o, FunctionalTensor) and o._trace is main.trace else o
-                          for o in main_leaves]
-        self.meta, self.n_main = body.meta, len(main_leaves)
-        self.n_new, self.n_bases = len(body.new_bases), len(body.bases)
-        return [*values, *body.new_bases, *body.bases]
-
-    def finish(self, flat_out: list):
-        """Apply the boundary to the caller (writes, view changes) and return `(out, aux)`."""
-        new_bases = flat_out[self.n_main:self.n_main + self.n_new]
-        bases = flat_out[self.n_main + self.n_new:]
-        return boundary.apply(self.meta, self.leaves, new_bases, bases)
-
-    def groups_of(self, leaf_indices) -> list[bool]:
-        """Which groups hold one of `leaf_indices` (those bases get tangents)."""
-        wanted = set(leaf_indices)
-        return [any(i in wanted for idxs in g.leaves for i in idxs) for g in self.groups]
-
-    def leaf_cotangent(self, i: int, base_cts: list):
-        """The cotangent of flat argument `i`: its group's, read through its view if the group shares
-        a storage (the documented rule for aliased arguments)."""
-        for gi, g in enumerate(self.groups):
-            for idxs, chain in zip(g.leaves, g.chains, strict=True):
-                if i in idxs:
-                    ct = base_cts[gi]
-                    if isinstance(ct, Zero) or ct is None:
-                        return _zeros_for(self.leaves[i])
-                    return views.apply_chain(_bind, ct, chain) if chain else ct
-        return _zeros_for(self.leaves[i])
-
-    def base_tangents(self, leaf_tangents: dict) -> list:
-        """Tangents of the groups' bases from tangents of flat arguments (aliased ones summed into
-        their storage through their views)."""
-        out = []
-        for g, base in zip(self.groups, self.bases, strict=True):
-            t = Zero(get_aval(base))
-            for idxs, chain in zip(g.leaves, g.chains, strict=True):
-                lt = leaf_tangents.get(idxs[0])
-                if lt is None:
-                    continue
-                if chain:
-                    lt = views.write_through(_bind, instantiate(Zero(get_aval(base))), chain, lt)
-                t = add_tangents(t, lt)
-            out.append(None if isinstance(t, Zero) else t)
-        return out
-
-
-def _zeros_for(x):
-    aval = get_aval(x) if not isinstance(x, _SCALARS) else get_aval(np.asarray(x))
-    return zeros(*aval.shape, dtype=aval.dtype)
+from aotjax.transforms.pure_call import PureCall, zeros_for
 
 
 def _fresh(ct, seeds: list):
@@ -210,7 +125,7 @@ def backward_program(jaxpr: ClosedJaxpr, n_residuals: int, tangent_known: Sequen
 
 
 # -- grad's and vjp's passes: linearize now, transpose when the cotangents are known ----------------------
-def _linearize(call: _Boundary, diff: list[bool]) -> Linearized:
+def _linearize(call: PureCall, diff: list[bool]) -> Linearized:
     """The linearize pass: functionalize (the interpreter `call.pure` runs under), jvp and partial_eval.
     The forward runs now, op by op; the pass shows the linear program it recorded."""
     return run_pass(f"{call.what}: linearize", linearize_flat, call.pure, call.bases, diff, show=_linear_program)
@@ -220,7 +135,7 @@ def _linear_program(lin: Linearized) -> dict:
     return {"linear": lin.jaxpr}
 
 
-def _transpose(call: _Boundary, lin: Linearized, diff: list[bool], main_cts: Sequence) -> list:
+def _transpose(call: PureCall, lin: Linearized, diff: list[bool], main_cts: Sequence) -> list:
     """The transpose pass: the cotangents of the input groups' bases (None where not differentiated),
     from the cotangents of the function's outputs (`main_cts`; None: zero). It runs eagerly; the pass
     shows the backward program, traced from the linear program for the display alone."""
@@ -268,7 +183,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     >>> f_vjp(aotjax.ones(2))
     (tensor([2.       , 1.0806046]),)
     """
-    call = _Boundary(fun, primals, {}, has_aux, "vjp")
+    call = PureCall(fun, primals, {}, has_aux, "vjp")
     leaf_idx = list(range(len(call.leaves)))
     diff_leaves = [i for i in leaf_idx if is_differentiable(_leaf_dtype(call.leaves[i]))]
     diff = call.groups_of(diff_leaves)
@@ -321,7 +236,7 @@ def _value_and_grad(fun: Callable, argnums, has_aux: bool, what: str) -> Callabl
     def wrapped(*args, **kwargs):
         argnums_t = call_argnums(argnums_given, len(args), what, fun)
         args = _as_tensors(args, argnums_t)
-        call = _Boundary(fun, args, kwargs, has_aux, "grad")
+        call = PureCall(fun, args, kwargs, has_aux, "grad")
         diff_leaves = _leaf_range(args, argnums_t)
         _check_differentiable("grad", call.leaves, diff_leaves)
         diff = call.groups_of(diff_leaves)
@@ -383,7 +298,7 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fa
     (tensor([9.]), tensor([6.]))
     """
     primals, tangents = tuple(primals), tuple(tangents)
-    call = _Boundary(fun, primals, {}, has_aux, "jvp")
+    call = PureCall(fun, primals, {}, has_aux, "jvp")
     t_leaves, t_tree = jax.tree_util.tree_flatten((list(tangents), {}))
     if t_tree != call.in_tree:
         raise TypeError(f"jvp: tangents have structure {t_tree}, but primals have {call.in_tree}{where()}")
@@ -403,7 +318,7 @@ def linearize(fun: Callable, *primals):
     >>> f_jvp(aotjax.tensor([3.0]))
     tensor([3.])
     """
-    call = _Boundary(fun, primals, {}, False, "linearize")
+    call = PureCall(fun, primals, {}, False, "linearize")
     diff = call.groups_of([i for i, x in enumerate(call.leaves) if is_differentiable(_leaf_dtype(x))])
     primal_outs, jaxpr, residuals, known, _ = _linearize(call, diff)
     out, _ = call.finish(primal_outs)
@@ -415,7 +330,7 @@ def linearize(fun: Callable, *primals):
         ins = [instantiate(t if t is not None else Zero(get_aval(b)))
                for t, b, d in zip(base_t, call.bases, diff, strict=True) if d]
         unknown_outs = iter(eval_jaxpr(jaxpr, *residuals, *ins))
-        outs = [_zeros_for(primal_outs[k]) if kn else next(unknown_outs) for k, kn in enumerate(known)]
+        outs = [zeros_for(primal_outs[k]) if kn else next(unknown_outs) for k, kn in enumerate(known)]
         return jax.tree_util.tree_unflatten(call.main_tree, outs[:n_main])
 
     return out, f_jvp

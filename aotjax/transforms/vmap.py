@@ -17,7 +17,7 @@ import jax
 from aotjax.core.source_info import where
 from aotjax.interpreters.batching import BatchAxis, batch_flat_dims, matchaxis, not_mapped
 from aotjax.tensor import Tensor
-from aotjax.transforms.autodiff import _Boundary
+from aotjax.transforms.pure_call import PureCall
 
 __all__ = ["vmap"]
 
@@ -64,7 +64,7 @@ def _call(f: Callable, args: tuple, in_axes: Any, out_axes: Any, axis_size: int 
     # NOTE: a view passed in is made its own storage, so that its batch axis is an axis of the base the boundary
     # batches; a write into it is written back to the view below.
     bases_in = [x.clone() if isinstance(x, Tensor) and _is_view(x) else x for x in leaves]
-    call = _Boundary(lambda *xs: f(*xs), _unflatten(args, bases_in), {}, False, "vmap")
+    call = PureCall(lambda *xs: f(*xs), _unflatten(args, bases_in), {}, False, "vmap")
     group_dims = [_group_axis(call, g, paths, axes) for g in call.groups]
     outs, dims = batch_flat_dims(functools.partial(_pure_tensors, call), call.bases, group_dims,
                                  BatchAxis(size, axis_name))
@@ -79,7 +79,7 @@ def _call(f: Callable, args: tuple, in_axes: Any, out_axes: Any, axis_size: int 
     return jax.tree_util.tree_unflatten(out_tree, result)
 
 
-def _pure_tensors(call: _Boundary, *bases) -> list:
+def _pure_tensors(call: PureCall, *bases) -> list:
     """`call.pure`, refusing outputs that are not tensors (the batching interpreter would make them tensors)."""
     flat = call.pure(*bases)
     out_paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(
@@ -143,7 +143,7 @@ def _batch_size(paths, leaves, axes, axis_size: int | None) -> int:
     return next(iter(sizes.values()))
 
 
-def _group_axis(call: _Boundary, g, paths: list[str], axes: list) -> int | None:
+def _group_axis(call: PureCall, g, paths: list[str], axes: list) -> int | None:
     """The batch axis of an input group's base: its argument's in axis (one tensor passed twice must have one)."""
     group_axes = {axes[i] for idxs in g.leaves for i in idxs}
     if len(group_axes) > 1:
@@ -153,7 +153,7 @@ def _group_axis(call: _Boundary, g, paths: list[str], axes: list) -> int | None:
     return group_axes.pop()
 
 
-def _write_back(call: _Boundary, leaves: list, paths: list[str], new_bases: list, dims: list, group_dims: list,
+def _write_back(call: PureCall, leaves: list, paths: list[str], new_bases: list, dims: list, group_dims: list,
                 size: int) -> None:
     """Write the new values of the inputs `f` wrote in place into the caller's tensors, at their batch axes."""
     if call.meta.metadata:
