@@ -129,9 +129,10 @@ def group_inputs(leaves: list, scalars: bool = False) -> list[InputGroup]:
     return groups
 
 
-def enter(trace, groups: list[InputGroup], base_values: list, leaves: list) -> list:
+def enter(trace, groups: list[InputGroup], base_values: list, leaves: list, layouts: dict | None = None) -> list:
     """The inside's flat arguments: functional tensors of `trace`, one storage per group holding
-    `base_values[g]` (a value of the levels below), each object viewed through its chain."""
+    `base_values[g]` (a value of the levels below), each object viewed through its chain. `layouts` maps a flat
+    argument's index to the strides and offset the inside sees (vmap's per-example layout; default: the object's)."""
     inner = list(leaves)
     trace.arguments = {}
     for gi, (g, base) in enumerate(zip(groups, base_values, strict=True)):
@@ -140,6 +141,8 @@ def enter(trace, groups: list[InputGroup], base_values: list, leaves: list) -> l
             _map_captured(trace.arguments, g, storage)
         for obj, chain, idxs in zip(g.objects, g.chains, g.leaves, strict=True):
             strides, offset = (obj._strides, obj._offset) if isinstance(obj, Tensor) else (None, 0)
+            if layouts is not None and idxs[0] in layouts:
+                strides, offset = layouts[idxs[0]]
             aval = get_aval(base) if not g.synthetic else get_aval(obj)
             t = FunctionalTensor(trace, storage, chain, aval, strides, offset)
             for i in idxs:

@@ -36,13 +36,14 @@ from aotjax.interpreters.jvp import jvp_flat
 from aotjax.interpreters.partial_eval import PartialVal, partial_eval_flat
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass
-from aotjax.ops import eye, stack
+from aotjax.ops import eye
 from aotjax.ops._frontend import as_tensor
 from aotjax.ops.creation import ones
 from aotjax.tensor import Tensor
 from aotjax.transforms.argnums import call_argnums, fun_name, normalize_argnums
 from aotjax.transforms.passes import run_pass
 from aotjax.transforms.pure_call import PureCall, zeros_for
+from aotjax.transforms.vmap import vmap
 
 
 def _fresh(ct, seeds: list):
@@ -349,56 +350,58 @@ def _single_argnum(fun: Callable, argnums, what: str) -> tuple[int]:
     return normalize_argnums(fun, argnums, what)
 
 
-def jacfwd(fun: Callable, argnums: int = 0) -> Callable:
-    """The Jacobian of `fun` with respect to argument `argnums`, by forward mode (one `jvp` of the
-    linearization per input element): shape `out.shape + x.shape`.
+def jacfwd(fun: Callable, argnums: int = 0, *, chunk_size: int | None = None) -> Callable:
+    """The Jacobian of `fun` with respect to argument `argnums`, by forward mode: the linearization's `jvp`
+    vmapped over the input's basis vectors (`chunk_size` of them at a time, default all): shape
+    `out.shape + x.shape`.
 
     >>> aotjax.jacfwd(lambda x: x * x)(aotjax.tensor([1.0, 2.0]))
     tensor([[2., 0.],
             [0., 4.]])
     """
-    return _jacfwd(fun, argnums, "jacfwd")
+    return _jacfwd(fun, argnums, "jacfwd", chunk_size)
 
 
-def _jacfwd(fun: Callable, argnums, what: str) -> Callable:
+def _jacfwd(fun: Callable, argnums, what: str, chunk_size: int | None = None) -> Callable:
     argnums_given = _single_argnum(fun, argnums, what)
 
     @functools.wraps(fun)
     def jac(*args):
         (argnums,) = call_argnums(argnums_given, len(args), what, fun)
-        x = _single_tensor("jacfwd", args[argnums])
+        x = _single_tensor(what, args[argnums])
         out, f_jvp = linearize(lambda xi: fun(*args[:argnums], xi, *args[argnums + 1:]), x)
-        basis = eye(x.numel(), dtype=x.dtype)
-        cols = [f_jvp(basis[i].view(x.shape)) for i in range(x.numel())]
-        out = _single_tensor("jacfwd", out)
-        return stack(cols, dim=-1).reshape(*out.shape, *x.shape)
+        out = _single_tensor(what, out)
+        basis = eye(x.numel(), dtype=x.dtype).view(x.numel(), *x.shape)
+        cols = vmap(f_jvp, out_axes=-1, chunk_size=chunk_size)(basis)
+        return cols.reshape(*out.shape, *x.shape)
 
     return jac
 
 
-def jacrev(fun: Callable, argnums: int = 0) -> Callable:
-    """The Jacobian of `fun` with respect to argument `argnums`, by reverse mode (one backward pass per
-    output element): shape `out.shape + x.shape`.
+def jacrev(fun: Callable, argnums: int = 0, *, chunk_size: int | None = None) -> Callable:
+    """The Jacobian of `fun` with respect to argument `argnums`, by reverse mode: the `vjp` vmapped over the
+    output's basis vectors (`chunk_size` of them at a time, default all, as `torch.func.jacrev`): shape
+    `out.shape + x.shape`.
 
     >>> aotjax.jacrev(lambda x: x.sum() * x)(aotjax.tensor([1.0, 2.0]))
     tensor([[4., 1.],
             [2., 5.]])
     """
-    return _jacrev(fun, argnums, "jacrev")
+    return _jacrev(fun, argnums, "jacrev", chunk_size)
 
 
-def _jacrev(fun: Callable, argnums, what: str) -> Callable:
+def _jacrev(fun: Callable, argnums, what: str, chunk_size: int | None = None) -> Callable:
     argnums_given = _single_argnum(fun, argnums, what)
 
     @functools.wraps(fun)
     def jac(*args):
         (argnums,) = call_argnums(argnums_given, len(args), what, fun)
-        x = _single_tensor("jacrev", args[argnums])
+        x = _single_tensor(what, args[argnums])
         out, f_vjp = vjp(lambda xi: fun(*args[:argnums], xi, *args[argnums + 1:]), x)
-        out = _single_tensor("jacrev", out)
-        basis = eye(out.numel(), dtype=out.dtype)
-        rows = [f_vjp(basis[i].view(out.shape))[0] for i in range(out.numel())]
-        return stack(rows, dim=0).reshape(*out.shape, *x.shape)
+        out = _single_tensor(what, out)
+        basis = eye(out.numel(), dtype=out.dtype).view(out.numel(), *out.shape)
+        rows = vmap(lambda ct: f_vjp(ct)[0], chunk_size=chunk_size)(basis)
+        return rows.reshape(*out.shape, *x.shape)
 
     return jac
 

@@ -36,10 +36,11 @@ class PureCall:
         self.groups = boundary.group_inputs(self.leaves)
         self.bases = boundary.entry_bases(self.groups, self.leaves)
         self.meta = None
+        self.layouts: dict | None = None  # flat argument index -> (strides, offset) seen inside (`boundary.enter`)
 
     def pure(self, *bases) -> list:
         with new_main(FunctionalizeTrace, dynamic=True) as main:
-            inner = boundary.enter(main.trace, self.groups, list(bases), self.leaves)
+            inner = boundary.enter(main.trace, self.groups, list(bases), self.leaves, self.layouts)
             args, kwargs = jax.tree_util.tree_unflatten(self.in_tree, inner)
             out = self.fun(*args, **kwargs)
             if self.has_aux:

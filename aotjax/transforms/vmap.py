@@ -16,7 +16,8 @@ import jax
 
 from aotjax.core.source_info import where
 from aotjax.interpreters.batching import BatchAxis, batch_flat_dims, matchaxis, not_mapped
-from aotjax.tensor import Tensor
+from aotjax.ops import cat
+from aotjax.tensor import Tensor, contiguous_strides
 from aotjax.transforms.pure_call import PureCall
 
 __all__ = ["vmap"]
@@ -53,18 +54,43 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: str | None
         if kwargs:
             raise TypeError(f"vmap: keyword arguments are not batched; pass them positionally (with an in_axes "
                             f"entry, None for an unbatched one), or bind them with functools.partial{where()}")
-        return _call(f, args, in_axes, out_axes, axis_size, axis_name)
+        return _call(f, args, in_axes, out_axes, axis_size, axis_name, chunk_size)
 
     return batched
 
 
-def _call(f: Callable, args: tuple, in_axes: Any, out_axes: Any, axis_size: int | None, axis_name):
+def _call(f: Callable, args: tuple, in_axes: Any, out_axes: Any, axis_size: int | None, axis_name,
+          chunk_size: int | None):
     paths, leaves, axes = _flat_in_axes(args, in_axes)
     size = _batch_size(paths, leaves, axes, axis_size)
+    if chunk_size is None or chunk_size >= size:
+        return _call_batch(f, args, leaves, paths, axes, size, out_axes, axis_name)[0]
+    # NOTE: chunks of the examples, one after the other: each chunk's arguments are views of the caller's (so
+    # writes into batched inputs reach them); the chunks' outputs are concatenated at their out axes.
+    tree = jax.tree_util.tree_structure(list(args))
+    chunks = []
+    for start in range(0, size, chunk_size):
+        n = min(chunk_size, size - start)
+        part = [x if ax is None else x.narrow(ax, start, n) for x, ax in zip(leaves, axes, strict=True)]
+        chunks.append(_call_batch(f, tuple(jax.tree_util.tree_unflatten(tree, part)), part, paths, axes, n, out_axes,
+                                  axis_name))
+    (first, out_dims), rest = chunks[0], [c[0] for c in chunks[1:]]
+    flat = [jax.tree_util.tree_leaves(c) for c in [first, *rest]]
+    joined = [pieces[0] if d is None else cat(list(pieces), dim=d)
+              for d, pieces in zip(out_dims, zip(*flat, strict=True), strict=True)]
+    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(first), joined)
+
+
+def _call_batch(f: Callable, args: tuple, leaves: list, paths: list[str], axes: list, size: int, out_axes: Any,
+                axis_name) -> tuple[Any, list]:
+    """`f` over `size` examples of `args` (flat `leaves` batched at `axes`): the output tree, and its leaves' out
+    axes (non-negative, or None)."""
     # NOTE: a view passed in is made its own storage, so that its batch axis is an axis of the base the boundary
     # batches; a write into it is written back to the view below.
     bases_in = [x.clone() if isinstance(x, Tensor) and _is_view(x) else x for x in leaves]
     call = PureCall(lambda *xs: f(*xs), _unflatten(args, bases_in), {}, False, "vmap")
+    call.layouts = {i: _example_layout(x, ax) for i, (x, ax) in enumerate(zip(bases_in, axes, strict=True))
+                    if isinstance(x, Tensor) and ax is not None}
     group_dims = [_group_axis(call, g, paths, axes) for g in call.groups]
     outs, dims = batch_flat_dims(functools.partial(_pure_tensors, call), call.bases, group_dims,
                                  BatchAxis(size, axis_name))
@@ -76,7 +102,8 @@ def _call(f: Callable, args: tuple, in_axes: Any, out_axes: Any, axis_size: int 
         jax.tree_util.tree_unflatten(out_tree, [0] * n_main))[0]]
     want = _flat_out_axes(out_axes, out_tree, out_paths)
     result = [_stack_output(v, d, w, size, p) for v, d, w, p in zip(values, value_dims, want, out_paths, strict=True)]
-    return jax.tree_util.tree_unflatten(out_tree, result)
+    out_dims = [None if w is None else w % r.ndim for w, r in zip(want, result, strict=True)]
+    return jax.tree_util.tree_unflatten(out_tree, result), out_dims
 
 
 def _pure_tensors(call: PureCall, *bases) -> list:
@@ -89,6 +116,15 @@ def _pure_tensors(call: PureCall, *bases) -> list:
             raise TypeError(f"vmap: output {path or '(the result)'} is a {type(value).__name__}, not a tensor"
                             f"{where()}; a vmapped function must return tensors (pytrees of them)")
     return flat
+
+
+def _example_layout(x: Tensor, axis: int) -> tuple:
+    """The strides (None: contiguous) and offset of one example of `x` batched at `axis`, as `stride()` reports
+    them inside the function: the whole tensor's strides without the batch axis (PyTorch's vmap)."""
+    full = x.stride()
+    strides = full[:axis] + full[axis + 1:]
+    shape = x.shape[:axis] + x.shape[axis + 1:]
+    return (None if strides == contiguous_strides(shape) else strides), x._offset
 
 
 def _is_view(x: Tensor) -> bool:
