@@ -81,6 +81,9 @@ class FunctionalizeTrace(Trace):
     # function captures is passed to `capture(val)`, which makes its storage an implicit input of the program and
     # returns the functional tensor to read (None: it stays a read-only constant).
     capture = None
+    # NOTE: set by a boundary that constrains what may be written where (vmap: no batched value into an unbatched
+    # tensor): `check_write(prim, t, value)` runs before `value` (a value of the levels below) is written into `t`.
+    check_write = None
 
     def new_tensor(self, base, origin=None, chain=(), aval=None, strides=None, offset: int = 0):
         """A functional tensor over a new storage holding `base` (a value of the levels below)."""
@@ -155,6 +158,8 @@ class FunctionalizeTrace(Trace):
         for t, v in zip(written, new if len(written) > 1 else [new], strict=True):
             if v.dtype != t.dtype:  # NOTE: in-place ops cast their result to the written tensor's dtype
                 v = hooks.convert(v, t.dtype)
+            if self.check_write is not None:
+                self.check_write(prim, t, v)
             write(t, v, chain_vals.get(id(t)))
         return written
 

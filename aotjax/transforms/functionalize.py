@@ -59,7 +59,8 @@ def functionalize(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Ca
         with new_main(FunctionalizeTrace, dynamic=True) as main:
             inner = boundary.enter(main.trace, groups, bases, leaves)
             if main.level == 1:  # NOTE: inside another transform, that transform decides about captured tensors
-                main.trace.capture = functools.partial(_capture, main.trace, groups, leaves, inner, boundary.snapshot)
+                main.trace.capture = functools.partial(capture_live, main.trace, groups, leaves, inner,
+                                                       boundary.snapshot)
             inner_args, inner_kwargs = jax.tree_util.tree_unflatten(in_tree, inner[:n_explicit])
             out = fun(*merge(inner_args), **inner_kwargs)
             out_leaves, out_tree = jax.tree_util.tree_flatten(out)
@@ -126,7 +127,7 @@ def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_arg
         with new_main(FunctionalizeTrace, dynamic=True) as fmain:
             inner = boundary.enter(fmain.trace, groups, base_tracers, leaves)
             if live:
-                fmain.trace.capture = functools.partial(_capture, fmain.trace, groups, leaves, inner, new_input)
+                fmain.trace.capture = functools.partial(capture_live, fmain.trace, groups, leaves, inner, new_input)
             inner_args, inner_kwargs = jax.tree_util.tree_unflatten(in_tree, inner[:n_explicit])
             out = fun(*merge(inner_args), **inner_kwargs)
             out_paths, out_tree = jax.tree_util.tree_flatten_with_path(out)
@@ -144,7 +145,7 @@ def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_arg
     return Staged(closed, meta, groups, leaves, implicit=implicit)
 
 
-def _capture(trace, groups, leaves, inner, new_input, val):
+def capture_live(trace, groups, leaves, inner, new_input, val):
     """`FunctionalizeTrace.capture` at a staging boundary: a captured eager tensor becomes an implicit input of the
     program (`boundary.capture`), unless it is a constant `aotjax.tensor(...)` made inside the function."""
     if val._storage in constants_made_inside:

@@ -37,10 +37,15 @@ class PureCall:
         self.bases = boundary.entry_bases(self.groups, self.leaves)
         self.meta = None
         self.layouts: dict | None = None  # flat argument index -> (strides, offset) seen inside (`boundary.enter`)
+        # NOTE: set by a transform that configures the functionalize trace (vmap: live captured tensors, checks of
+        # writes): `on_enter(trace, inner)` runs once the arguments are entered, before the function.
+        self.on_enter: Callable | None = None
 
     def pure(self, *bases) -> list:
         with new_main(FunctionalizeTrace, dynamic=True) as main:
             inner = boundary.enter(main.trace, self.groups, list(bases), self.leaves, self.layouts)
+            if self.on_enter is not None:
+                self.on_enter(main.trace, inner)
             args, kwargs = jax.tree_util.tree_unflatten(self.in_tree, inner)
             out = self.fun(*args, **kwargs)
             if self.has_aux:

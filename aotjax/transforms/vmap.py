@@ -14,10 +14,15 @@ from typing import Any, Callable
 
 import jax
 
+from aotjax.core import views
+from aotjax.core.interpreter import bind
 from aotjax.core.source_info import where
-from aotjax.interpreters.batching import BatchAxis, batch_flat_dims, matchaxis, not_mapped
+from aotjax.interpreters.batching import BatchAxis, BatchTracer, batch_flat, batch_flat_dims, matchaxis, not_mapped
 from aotjax.ops import cat
+from aotjax.runtime import boundary
+from aotjax.runtime.boundary import OutKind
 from aotjax.tensor import Tensor, contiguous_strides
+from aotjax.transforms.functionalize import capture_live
 from aotjax.transforms.pure_call import PureCall
 
 __all__ = ["vmap"]
@@ -92,8 +97,10 @@ def _call_batch(f: Callable, args: tuple, leaves: list, paths: list[str], axes: 
     call.layouts = {i: _example_layout(x, ax) for i, (x, ax) in enumerate(zip(bases_in, axes, strict=True))
                     if isinstance(x, Tensor) and ax is not None}
     group_dims = [_group_axis(call, g, paths, axes) for g in call.groups]
+    call.on_enter = functools.partial(_enter, call, group_dims, paths)
     outs, dims = batch_flat_dims(functools.partial(_pure_tensors, call), call.bases, group_dims,
                                  BatchAxis(size, axis_name))
+    group_dims += [None] * (len(call.groups) - len(group_dims))  # NOTE: captured tensors the function wrote
     n_main, n_new = call.n_main, call.n_new
     _write_back(call, leaves, paths, outs[n_main:n_main + n_new], dims[n_main:n_main + n_new], group_dims, size)
     values, value_dims = outs[:n_main], dims[:n_main]
@@ -102,8 +109,51 @@ def _call_batch(f: Callable, args: tuple, leaves: list, paths: list[str], axes: 
         jax.tree_util.tree_unflatten(out_tree, [0] * n_main))[0]]
     want = _flat_out_axes(out_axes, out_tree, out_paths)
     result = [_stack_output(v, d, w, size, p) for v, d, w, p in zip(values, value_dims, want, out_paths, strict=True)]
+    for k, spec in enumerate(call.meta.outputs[:n_main]):
+        if spec.kind in (OutKind.INPUT, OutKind.ALIAS) and not call.groups[spec.index].synthetic:
+            result[k] = _alias_output(call, spec, leaves, group_dims, size, want[k], axis_name)
     out_dims = [None if w is None else w % r.ndim for w, r in zip(want, result, strict=True)]
     return jax.tree_util.tree_unflatten(out_tree, result), out_dims
+
+
+def _enter(call: PureCall, group_dims: list, paths: list[str], trace, inner: list) -> None:
+    """Configure vmap's functionalize trace: captured eager tensors are live state (a write of a value that is the
+    same for every example reaches them, as in a Python loop), and a write of a batched value into a tensor that is
+    not batched (an input with in axis None, a captured tensor) is refused where it happens."""
+    eager = trace.main.level == 2  # NOTE: vmap called eagerly: its batching level is 1, functionalize's 2
+    make_base = boundary.snapshot if eager else (lambda base: base)  # else the transform below captures it
+    trace.capture = functools.partial(capture_live, trace, call.groups, call.leaves, inner, make_base)
+    batch_main = trace.main.level - 1
+
+    def check_write(prim, t, value):
+        if not (isinstance(value, BatchTracer) and value.bdim is not not_mapped
+                and value._trace.main.level == batch_main):
+            return
+        gi = t._storage.origin
+        if t._storage.captured or (gi is not None and gi >= len(group_dims)):
+            what = "a tensor captured from outside the function"
+        elif gi is not None and group_dims[gi] is None:
+            what = f"argument {paths[call.groups[gi].leaves[0][0]]} (in axis None)"
+        else:
+            return  # NOTE: a batched input, or a tensor made inside (which becomes batched)
+        raise ValueError(f"vmap: {prim.name} writes a batched value into a tensor that is not batched, {what}"
+                         f"{where()}; its one storage cannot hold one value per example: use the out-of-place op, or "
+                         f"pass the tensor with a batch axis")
+
+    trace.check_write = check_write
+
+
+def _alias_output(call: PureCall, spec, leaves: list, group_dims: list, size: int, want, axis_name) -> Tensor:
+    """An output that is an input or a view of one, made a real view of the caller's tensor (as PyTorch's vmap
+    returns it, and as every aotjax boundary does): the output's view chain replayed, batched, on the caller's
+    tensor; the view ops' batching rules only view."""
+    g = call.groups[spec.index]
+    idx = g.leaves[0][0]
+    target = leaves[idx] if idx < len(leaves) else call.leaves[idx]
+    chain = () if spec.kind is OutKind.INPUT else spec.chain
+    (out,) = batch_flat(lambda x: [views.apply_chain(bind, x, chain)], [target], [group_dims[spec.index]],
+                        BatchAxis(size, axis_name), [want])
+    return out
 
 
 def _pure_tensors(call: PureCall, *bases) -> list:
@@ -191,20 +241,23 @@ def _group_axis(call: PureCall, g, paths: list[str], axes: list) -> int | None:
 
 def _write_back(call: PureCall, leaves: list, paths: list[str], new_bases: list, dims: list, group_dims: list,
                 size: int) -> None:
-    """Write the new values of the inputs `f` wrote in place into the caller's tensors, at their batch axes."""
+    """Write the new values of the inputs (and captured tensors) `f` wrote in place into the caller's tensors, at
+    their batch axes."""
     if call.meta.metadata:
         raise NotImplementedError(f"vmap: the function changes the shape or strides of an input in place{where()};"
                                   f" this is not supported under vmap yet")
     for gi, value, d in zip(call.meta.mutated, new_bases, dims, strict=True):
         g = call.groups[gi]
         idxs = g.leaves[0]
-        target = leaves[idxs[0]]
+        captured = idxs[0] >= len(leaves)
+        target = call.leaves[idxs[0]] if captured else leaves[idxs[0]]
         axis = group_dims[gi]
         if axis is None and d is not not_mapped:
+            what = "a tensor captured from outside the function" if captured else f"argument {paths[idxs[0]]}"
             raise ValueError(
-                f"vmap: the function writes a batched value in place into argument {paths[idxs[0]]}, which is not "
-                f"batched (in axis None){where()}; its one storage cannot hold one value per example: use the "
-                f"out-of-place op, or pass the tensor with a batch axis")
+                f"vmap: the function writes a batched value in place into {what}, which is not batched{where()}; its "
+                f"one storage cannot hold one value per example: use the out-of-place op, or pass the tensor with a "
+                f"batch axis")
         if axis is not None:
             value = matchaxis(d, axis, size, value)
         target.copy_(value)
