@@ -14,6 +14,7 @@ SCRIPTS = [
     ("boundary_overhead.py", ["--number", "10", "--repeat", "1"]),
     ("eager_overhead.py", ["--number", "10", "--repeat", "1", "--size", "4"]),
     ("scan_layers.py", ["--quick", "--number", "2", "--repeat", "2"]),
+    ("vmap.py", ["--quick", "--number", "2", "--repeat", "2"]),
 ]
 
 

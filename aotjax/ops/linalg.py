@@ -63,6 +63,8 @@ def _matmul_batch(axis_size, vals, dims):
     operand becomes a matrix (`[1, k]` on the left, `[k, 1]` on the right); the product is then viewed at the
     examples' result shape, which drops the dims that adds."""
     examples = [_example_aval(v, d) for v, d in zip(vals, dims)]
+    if dims[0] is not_mapped and len(examples[0].shape) == 2 and len(examples[1].shape) in (1, 2):
+        return [_matrix_times_batched(vals[0], moveaxis(vals[1], dims[1], 0))], [0]
     out_shape = (axis_size,) + _matmul_shape(*examples)
     n_batch = max(len(e.shape) - 2 for e in examples)
     operands = []
@@ -77,6 +79,17 @@ def _matmul_batch(axis_size, vals, dims):
         operands.append(v if tuple(v.shape) == want else view_p.bind(v, shape=want))
     out = matmul_p.bind(*operands)
     return [out if tuple(out.shape) == out_shape else view_p.bind(out, shape=out_shape)], [0]
+
+
+def _matrix_times_batched(a, x):
+    """`a @ x[i]` for every example of `x` (batched at 0), `a` a matrix: one matrix product with the examples' rows
+    on the left (`x[i]^T @ a^T`), so that neither is `a` broadcast over the examples nor the product transposed
+    (for vectors and single columns, as a backward pass's cotangents are)."""
+    if x.ndim == 2:  # vectors: the rows of the left operand
+        return matmul_p.bind(x, _mT(a))
+    out = matmul_p.bind(_mT(x), _mT(a))  # [B, n, m]
+    n, m = out.shape[1:]
+    return view_p.bind(out, shape=(out.shape[0], m, 1)) if n == 1 else _mT(out)
 
 
 def _example_aval(v, d) -> ShapedArray:

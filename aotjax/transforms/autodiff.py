@@ -373,7 +373,7 @@ def _jacfwd(fun: Callable, argnums, what: str, chunk_size: int | None = None) ->
         out = _single_tensor(what, out)
         basis = eye(x.numel(), dtype=x.dtype).view(x.numel(), *x.shape)
         cols = vmap(f_jvp, out_axes=-1, chunk_size=chunk_size)(basis)
-        return cols.reshape(*out.shape, *x.shape)
+        return _shaped(cols, (*out.shape, *x.shape))
 
     return jac
 
@@ -401,9 +401,15 @@ def _jacrev(fun: Callable, argnums, what: str, chunk_size: int | None = None) ->
         out = _single_tensor(what, out)
         basis = eye(out.numel(), dtype=out.dtype).view(out.numel(), *out.shape)
         rows = vmap(lambda ct: f_vjp(ct)[0], chunk_size=chunk_size)(basis)
-        return rows.reshape(*out.shape, *x.shape)
+        return _shaped(rows, (*out.shape, *x.shape))
 
     return jac
+
+
+def _shaped(jac: Tensor, shape: tuple) -> Tensor:
+    """The Jacobian at its documented shape (a Jacobian already of that shape is returned as it is: no view of it
+    for the caller's boundary to replay)."""
+    return jac if tuple(jac.shape) == shape else jac.reshape(*shape)
 
 
 def hessian(fun: Callable, argnums: int = 0) -> Callable:
