@@ -65,6 +65,8 @@ def _matmul_batch(axis_size, vals, dims):
     examples = [_example_aval(v, d) for v, d in zip(vals, dims)]
     if dims[0] is not_mapped and len(examples[0].shape) == 2 and len(examples[1].shape) in (1, 2):
         return [_matrix_times_batched(vals[0], moveaxis(vals[1], dims[1], 0))], [0]
+    if dims[1] is not_mapped and len(examples[0].shape) == 1 and len(examples[1].shape) == 2:
+        return [matmul_p.bind(moveaxis(vals[0], dims[0], 0), vals[1])], [0]  # NOTE: batched rows times a matrix
     out_shape = (axis_size,) + _matmul_shape(*examples)
     n_batch = max(len(e.shape) - 2 for e in examples)
     operands = []
