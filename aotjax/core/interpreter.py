@@ -166,6 +166,11 @@ def rules_of(main: MainTrace):
         state.dynamic = prev
 
 
+def stack_of_this_thread() -> list[MainTrace]:
+    """The active interpreters of this thread, eager evaluation first (a copy)."""
+    return list(_state.stack)
+
+
 def find_top_trace(args) -> Trace:
     top = _state.dynamic
     for a in args:

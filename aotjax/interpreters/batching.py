@@ -24,7 +24,7 @@ from typing import Any, Callable, Protocol, Sequence
 from aotjax.core.avals import PYTHON_SCALARS, ShapedArray, get_aval, scalar_literal
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
-from aotjax.core.interpreter import Trace, Tracer, full_raise, new_main, rules_of
+from aotjax.core.interpreter import Trace, Tracer, full_raise, new_main, rules_of, stack_of_this_thread
 from aotjax.core.primitive import Kind, Primitive
 from aotjax.core.source_info import where
 from aotjax.interpreters import hooks
@@ -32,7 +32,7 @@ from aotjax.interpreters.trace import trace_flat
 from aotjax.tensor import Tensor
 
 __all__ = ["not_mapped", "BatchRule", "batching_rules", "collective_rules", "BatchAxis", "BatchTracer", "BatchTrace",
-           "batch_flat", "batch_flat_dims", "batch_jaxpr", "current_axis", "find_axis",
+           "batch_flat", "batch_flat_dims", "batch_jaxpr", "current_axis", "find_axis", "example_index",
            "moveaxis", "matchaxis", "broadcast", "bdim_at_front", "defvectorized",
            "defbroadcasting", "defreducer", "defaxis", "shift_axis"]
 
@@ -61,10 +61,12 @@ collective_rules: dict[Primitive, Callable[..., tuple[list, list]]] = {}
 
 @dataclass(frozen=True)
 class BatchAxis:
-    """What one `vmap` maps over: the number of examples and the axis's name (for collectives), if it has one."""
+    """What one `vmap` maps over: the number of examples, the axis's name (for collectives), if it has one, and how
+    draws from a stateful generator behave inside (`randomness`: "error", "same" or "different")."""
 
     size: int
     name: Any = None
+    randomness: str = "error"
 
 
 class _RuleAxes(threading.local):
@@ -87,8 +89,7 @@ def current_axis() -> BatchAxis:
 
 def find_axis(name, what: str):
     """The `MainTrace` of the innermost active `vmap` whose axis is named `name`; an error naming `what` if none."""
-    from aotjax.core.interpreter import _state  # NOTE: the live stack of this thread
-    for main in reversed(_state.stack):
+    for main in reversed(stack_of_this_thread()):
         if main.trace_type is BatchTrace and main.global_data.name == name:
             return main
     raise NameError(f"{what}: unbound axis name {name!r}: no enclosing vmap has axis_name={name!r}{where()}; pass "
@@ -148,6 +149,13 @@ class BatchTrace(Trace):
                     f"{where()}")
             outs, out_dims = rule(self.axis_size, vals, dims, **params)
         return [BatchTracer(self, o, d) for o, d in zip(outs, out_dims, strict=True)]
+
+
+def example_index(main) -> "BatchTracer":
+    """The index of each example of the vmap whose interpreter is `main`: an int32 0-d tensor per example."""
+    with rules_of(main):
+        index = hooks.arange(main.global_data.size)
+    return BatchTracer(main.trace, index, 0)
 
 
 class _running:

@@ -7,6 +7,7 @@ from aotjax.ops import (
     creation,
     custom_derivatives,  # registers the custom_jvp/custom_vjp primitives
     elementwise,
+    generator,
     indexing,
     linalg,
     nn,
@@ -19,6 +20,7 @@ from aotjax.ops import (
 from aotjax.ops._frontend import *  # noqa: F403
 from aotjax.ops.creation import *  # noqa: F403
 from aotjax.ops.elementwise import *  # noqa: F403
+from aotjax.ops.generator import *  # noqa: F403
 from aotjax.ops.indexing import *  # noqa: F403
 from aotjax.ops.linalg import *  # noqa: F403
 from aotjax.ops.nn import *  # noqa: F403
@@ -29,5 +31,6 @@ from aotjax.ops.views import *  # noqa: F403
 
 # NOTE: what `from aotjax.ops import *` gives: the op functions, not the family modules (so that the
 # `aotjax.ops.nn` module never shadows the `aotjax.nn` package, whatever the import order).
-__all__ = [name for family in (_frontend, creation, elementwise, indexing, linalg, nn, reduction, shape, views)
+__all__ = [name for family in (_frontend, creation, elementwise, generator, indexing, linalg, nn, reduction, shape,
+                               views)
            for name in family.__all__] + ["random", "default_float_dtype", "default_int_dtype", "result_type"]

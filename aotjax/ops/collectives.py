@@ -20,15 +20,14 @@ import jax
 
 from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import UnsupportedError
-from aotjax.core.interpreter import Tracer, full_raise, rules_of
+from aotjax.core.interpreter import Tracer, full_raise
 from aotjax.core.primitive import Primitive, Recompute, output_size_flops
 from aotjax.interpreters.ad_util import Zero, instantiate
-from aotjax.interpreters.batching import BatchTracer, collective_rules, find_axis, not_mapped
+from aotjax.interpreters.batching import collective_rules, example_index, find_axis, not_mapped
 from aotjax.interpreters.jvp import deflinear, jvp_rules
 from aotjax.interpreters.lowering import register_lowering
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._frontend import as_tensor
-from aotjax.ops.creation import arange
 from aotjax.ops.elementwise import div, eq, mul
 from aotjax.ops.reduction import amax, amin
 from aotjax.ops.reduction import sum as reduce_sum
@@ -134,8 +133,5 @@ def pmin(x: Any, axis_name) -> Any:
 
 def axis_index(axis_name) -> Any:
     """The index of the current example along the vmap named `axis_name` (an int32 0-d tensor per example)."""
-    main = find_axis(axis_name, "axis_index")
-    with rules_of(main):
-        index = arange(main.global_data.size, dtype="int32")
-    return BatchTracer(main.trace, index, 0)
+    return example_index(find_axis(axis_name, "axis_index"))
 

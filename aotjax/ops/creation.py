@@ -210,6 +210,7 @@ def zeros(*size, dtype=None) -> Tensor:
 
 
 hooks.zeros = lambda aval: zeros(*aval.shape, dtype=aval.dtype)
+hooks.arange = lambda n: arange(n, dtype=np.int32)
 
 
 def ones(*size, dtype=None) -> Tensor:

@@ -113,9 +113,11 @@ def rms_norm(x, normalized_shape, weight=None, eps: float | None = None):
 
 
 # -- dropout ---------------------------------------------------------------------------------------
-def dropout(x, p: float = 0.5, training: bool = True, *, key=None):
-    """Zeroes each element with probability `p` and scales the rest by `1 / (1 - p)`. The random key
-    is explicit (`key=aotjax.random.key(0)`); with `p=0` or `training=False` it returns `x`.
+def dropout(x, p: float = 0.5, training: bool = True, inplace: bool = False, *, key=None, generator=None):
+    """Zeroes each element with probability `p` and scales the rest by `1 / (1 - p)`, as `F.dropout`. The mask is
+    drawn from `key` when given (`aotjax.random`), else from `generator` (default: the default generator, whose
+    state the draw advances: under `jit` each call draws a new mask). With `p=0` or `training=False` it returns
+    `x`; `inplace=True` writes the result into `x`.
 
     >>> x = aotjax.ones(4)
     >>> y = aotjax.dropout(x, 0.5, key=aotjax.random.key(0))
@@ -126,14 +128,16 @@ def dropout(x, p: float = 0.5, training: bool = True, *, key=None):
         raise ValueError(f"dropout: p must be a probability in [0, 1], got {p}{where()}")
     if not training or p == 0.0:
         return x
-    if key is None:
-        raise TypeError(f"dropout: a random key is required in training mode{where()}; aotjax has no global RNG "
-                        f"state, so pass one: `dropout(x, p, key=aotjax.random.key(0))` (split it for each call)")
     x = as_tensor(x)
+    if key is None:
+        from aotjax.ops.generator import default_generator  # NOTE: the generator draws with this module's ops
+
+        key = (generator or default_generator).next_key("dropout")
     if p == 1.0:
-        return x * 0
-    keep = bernoulli(key, 1.0 - p, tuple(x.shape))
-    return x * keep * (1.0 / (1.0 - p))
+        out = x * 0
+    else:
+        out = x * bernoulli(key, 1.0 - p, tuple(x.shape)) * (1.0 / (1.0 - p))
+    return x.copy_(out) if inplace else out
 
 
 # -- losses ----------------------------------------------------------------------------------------

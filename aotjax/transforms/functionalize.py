@@ -58,9 +58,10 @@ def functionalize(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Ca
         bases = boundary.entry_bases(groups, leaves)  # NOTE: read at the caller's level, before the new one
         with new_main(FunctionalizeTrace, dynamic=True) as main:
             inner = boundary.enter(main.trace, groups, bases, leaves)
-            if main.level == 1:  # NOTE: inside another transform, that transform decides about captured tensors
-                main.trace.capture = functools.partial(capture_live, main.trace, groups, leaves, inner,
-                                                       boundary.snapshot)
+            # NOTE: inside another transform, a captured tensor is read where it is and its write written back to it
+            # after the call, so that the transform outside decides (live state, or the error of make_jaxpr).
+            main.trace.capture = functools.partial(capture_live, main.trace, groups, leaves, inner,
+                                                   boundary.snapshot if main.level == 1 else as_it_is)
             inner_args, inner_kwargs = jax.tree_util.tree_unflatten(in_tree, inner[:n_explicit])
             out = fun(*merge(inner_args), **inner_kwargs)
             out_leaves, out_tree = jax.tree_util.tree_flatten(out)
@@ -143,6 +144,11 @@ def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_arg
     meta.output_names = ["out" + jax.tree_util.keystr(p) for p, _ in out_paths]
     closed.meta = JaxprMeta(name=getattr(fun, "__name__", "fn"))
     return Staged(closed, meta, groups, leaves, implicit=implicit)
+
+
+def as_it_is(base):
+    """A captured tensor's base as it is (read where it lives; a transform outside captures it in turn)."""
+    return base
 
 
 def capture_live(trace, groups, leaves, inner, new_input, val):

@@ -1,10 +1,11 @@
 """The call of a function made pure at a transform's boundary: what `grad`, `vjp`, `jvp`, `linearize` and `vmap`
 transform. `PureCall(fun, args, ...)` groups the flat arguments by storage (aliased arguments share a base);
 `pure(*bases)` runs `fun` functionalized on the bases and returns its outputs' values, the written inputs' new
-bases and the intermediate bases; `finish` applies the boundary to the caller (writes, view changes, outputs that
-alias inputs rebuilt as views)."""
+bases and the intermediate bases (captured tensors the function writes become input groups after the others);
+`finish` applies the boundary to the caller (writes, view changes, outputs that alias inputs rebuilt as views)."""
 from __future__ import annotations
 
+import functools
 from typing import Callable, Sequence
 
 import jax
@@ -20,6 +21,7 @@ from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate
 from aotjax.interpreters.functionalize import FunctionalizeTrace, FunctionalTensor, current_value
 from aotjax.ops.creation import zeros
 from aotjax.runtime import boundary
+from aotjax.transforms.functionalize import as_it_is, capture_live
 
 __all__ = ["PureCall", "zeros_for"]
 
@@ -35,6 +37,7 @@ class PureCall:
         self.leaves, self.in_tree = jax.tree_util.tree_flatten((list(args), kwargs))
         self.groups = boundary.group_inputs(self.leaves)
         self.bases = boundary.entry_bases(self.groups, self.leaves)
+        self.n_explicit = (len(self.leaves), len(self.groups))  # NOTE: captured tensors are appended by `pure`
         self.meta = None
         self.layouts: dict | None = None  # flat argument index -> (strides, offset) seen inside (`boundary.enter`)
         # NOTE: set by a transform that configures the functionalize trace (vmap: live captured tensors, checks of
@@ -42,8 +45,14 @@ class PureCall:
         self.on_enter: Callable | None = None
 
     def pure(self, *bases) -> list:
+        n_leaves, n_groups = self.n_explicit
+        self.leaves, self.groups = self.leaves[:n_leaves], self.groups[:n_groups]
         with new_main(FunctionalizeTrace, dynamic=True) as main:
             inner = boundary.enter(main.trace, self.groups, list(bases), self.leaves, self.layouts)
+            # NOTE: captured eager tensors are live state: read where they are (a transform below, jit's, makes them
+            # its implicit inputs), written back after the call like arguments; never differentiated.
+            main.trace.capture = functools.partial(capture_live, main.trace, self.groups, self.leaves, inner,
+                                                   as_it_is)
             if self.on_enter is not None:
                 self.on_enter(main.trace, inner)
             args, kwargs = jax.tree_util.tree_unflatten(self.in_tree, inner)
@@ -74,12 +83,12 @@ class PureCall:
     def groups_of(self, leaf_indices) -> list[bool]:
         """Which groups hold one of `leaf_indices` (those bases get tangents)."""
         wanted = set(leaf_indices)
-        return [any(i in wanted for idxs in g.leaves for i in idxs) for g in self.groups]
+        return [any(i in wanted for idxs in g.leaves for i in idxs) for g in self.groups[:len(self.bases)]]
 
     def leaf_cotangent(self, i: int, base_cts: list):
         """The cotangent of flat argument `i`: its group's, read through its view if the group shares
         a storage (the documented rule for aliased arguments)."""
-        for gi, g in enumerate(self.groups):
+        for gi, g in enumerate(self.groups[:len(self.bases)]):
             for idxs, chain in zip(g.leaves, g.chains, strict=True):
                 if i in idxs:
                     ct = base_cts[gi]
@@ -92,7 +101,7 @@ class PureCall:
         """Tangents of the groups' bases from tangents of flat arguments (aliased ones summed into
         their storage through their views)."""
         out = []
-        for g, base in zip(self.groups, self.bases, strict=True):
+        for g, base in zip(self.groups[:len(self.bases)], self.bases, strict=True):
             t = Zero(get_aval(base))
             for idxs, chain in zip(g.leaves, g.chains, strict=True):
                 lt = leaf_tangents.get(idxs[0])

@@ -9,6 +9,7 @@ into an input passed without a batch axis is an error (its one storage cannot ho
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any, Callable
 
@@ -19,10 +20,8 @@ from aotjax.core.interpreter import bind
 from aotjax.core.source_info import where
 from aotjax.interpreters.batching import BatchAxis, BatchTracer, batch_flat, batch_flat_dims, matchaxis, not_mapped
 from aotjax.ops import cat
-from aotjax.runtime import boundary
 from aotjax.runtime.boundary import OutKind
 from aotjax.tensor import Tensor, contiguous_strides
-from aotjax.transforms.functionalize import capture_live
 from aotjax.transforms.pure_call import PureCall
 
 __all__ = ["vmap"]
@@ -59,17 +58,17 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: str | None
         if kwargs:
             raise TypeError(f"vmap: keyword arguments are not batched; pass them positionally (with an in_axes "
                             f"entry, None for an unbatched one), or bind them with functools.partial{where()}")
-        return _call(f, args, in_axes, out_axes, axis_size, axis_name, chunk_size)
+        return _call(f, args, in_axes, out_axes, BatchAxis(axis_size, axis_name, randomness), chunk_size)
 
     return batched
 
 
-def _call(f: Callable, args: tuple, in_axes: Any, out_axes: Any, axis_size: int | None, axis_name,
-          chunk_size: int | None):
+def _call(f: Callable, args: tuple, in_axes: Any, out_axes: Any, axis: BatchAxis, chunk_size: int | None):
+    """`f` over the examples; `axis.size` is vmap's `axis_size` (None: the batched arguments' size)."""
     paths, leaves, axes = _flat_in_axes(args, in_axes)
-    size = _batch_size(paths, leaves, axes, axis_size)
+    size = _batch_size(paths, leaves, axes, axis.size)
     if chunk_size is None or chunk_size >= size:
-        return _call_batch(f, args, leaves, paths, axes, size, out_axes, axis_name)[0]
+        return _call_batch(f, args, leaves, paths, axes, dataclasses.replace(axis, size=size), out_axes)[0]
     # NOTE: chunks of the examples, one after the other: each chunk's arguments are views of the caller's (so
     # writes into batched inputs reach them); the chunks' outputs are concatenated at their out axes.
     tree = jax.tree_util.tree_structure(list(args))
@@ -77,8 +76,8 @@ def _call(f: Callable, args: tuple, in_axes: Any, out_axes: Any, axis_size: int 
     for start in range(0, size, chunk_size):
         n = min(chunk_size, size - start)
         part = [x if ax is None else x.narrow(ax, start, n) for x, ax in zip(leaves, axes, strict=True)]
-        chunks.append(_call_batch(f, tuple(jax.tree_util.tree_unflatten(tree, part)), part, paths, axes, n, out_axes,
-                                  axis_name))
+        chunks.append(_call_batch(f, tuple(jax.tree_util.tree_unflatten(tree, part)), part, paths, axes,
+                                  dataclasses.replace(axis, size=n), out_axes))
     (first, out_dims), rest = chunks[0], [c[0] for c in chunks[1:]]
     flat = [jax.tree_util.tree_leaves(c) for c in [first, *rest]]
     joined = [pieces[0] if d is None else cat(list(pieces), dim=d)
@@ -86,9 +85,9 @@ def _call(f: Callable, args: tuple, in_axes: Any, out_axes: Any, axis_size: int 
     return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(first), joined)
 
 
-def _call_batch(f: Callable, args: tuple, leaves: list, paths: list[str], axes: list, size: int, out_axes: Any,
-                axis_name) -> tuple[Any, list]:
-    """`f` over `size` examples of `args` (flat `leaves` batched at `axes`): the output tree, and its leaves' out
+def _call_batch(f: Callable, args: tuple, leaves: list, paths: list[str], axes: list, axis: BatchAxis,
+                out_axes: Any) -> tuple[Any, list]:
+    """`f` over `axis.size` examples of `args` (flat `leaves` batched at `axes`): the output tree, and its leaves' out
     axes (non-negative, or None)."""
     # NOTE: a view passed in is made its own storage, so that its batch axis is an axis of the base the boundary
     # batches; a write into it is written back to the view below.
@@ -98,8 +97,8 @@ def _call_batch(f: Callable, args: tuple, leaves: list, paths: list[str], axes: 
                     if isinstance(x, Tensor) and ax is not None}
     group_dims = [_group_axis(call, g, paths, axes) for g in call.groups]
     call.on_enter = functools.partial(_enter, call, group_dims, paths)
-    outs, dims = batch_flat_dims(functools.partial(_pure_tensors, call), call.bases, group_dims,
-                                 BatchAxis(size, axis_name))
+    outs, dims = batch_flat_dims(functools.partial(_pure_tensors, call), call.bases, group_dims, axis)
+    size = axis.size
     group_dims += [None] * (len(call.groups) - len(group_dims))  # NOTE: captured tensors the function wrote
     n_main, n_new = call.n_main, call.n_new
     _write_back(call, leaves, paths, outs[n_main:n_main + n_new], dims[n_main:n_main + n_new], group_dims, size)
@@ -111,18 +110,14 @@ def _call_batch(f: Callable, args: tuple, leaves: list, paths: list[str], axes: 
     result = [_stack_output(v, d, w, size, p) for v, d, w, p in zip(values, value_dims, want, out_paths, strict=True)]
     for k, spec in enumerate(call.meta.outputs[:n_main]):
         if spec.kind in (OutKind.INPUT, OutKind.ALIAS) and not call.groups[spec.index].synthetic:
-            result[k] = _alias_output(call, spec, leaves, group_dims, size, want[k], axis_name)
+            result[k] = _alias_output(call, spec, leaves, group_dims, axis, want[k])
     out_dims = [None if w is None else w % r.ndim for w, r in zip(want, result, strict=True)]
     return jax.tree_util.tree_unflatten(out_tree, result), out_dims
 
 
 def _enter(call: PureCall, group_dims: list, paths: list[str], trace, inner: list) -> None:
-    """Configure vmap's functionalize trace: captured eager tensors are live state (a write of a value that is the
-    same for every example reaches them, as in a Python loop), and a write of a batched value into a tensor that is
-    not batched (an input with in axis None, a captured tensor) is refused where it happens."""
-    eager = trace.main.level == 2  # NOTE: vmap called eagerly: its batching level is 1, functionalize's 2
-    make_base = boundary.snapshot if eager else (lambda base: base)  # else the transform below captures it
-    trace.capture = functools.partial(capture_live, trace, call.groups, call.leaves, inner, make_base)
+    """Configure vmap's functionalize trace: a write of a batched value into a tensor that is not batched (an input
+    with in axis None, a captured tensor) is refused where it happens."""
     batch_main = trace.main.level - 1
 
     def check_write(prim, t, value):
@@ -143,7 +138,7 @@ def _enter(call: PureCall, group_dims: list, paths: list[str], trace, inner: lis
     trace.check_write = check_write
 
 
-def _alias_output(call: PureCall, spec, leaves: list, group_dims: list, size: int, want, axis_name) -> Tensor:
+def _alias_output(call: PureCall, spec, leaves: list, group_dims: list, axis: BatchAxis, want) -> Tensor:
     """An output that is an input or a view of one, made a real view of the caller's tensor (as PyTorch's vmap
     returns it, and as every aotjax boundary does): the output's view chain replayed, batched, on the caller's
     tensor; the view ops' batching rules only view."""
@@ -152,7 +147,7 @@ def _alias_output(call: PureCall, spec, leaves: list, group_dims: list, size: in
     target = leaves[idx] if idx < len(leaves) else call.leaves[idx]
     chain = () if spec.kind is OutKind.INPUT else spec.chain
     (out,) = batch_flat(lambda x: [views.apply_chain(bind, x, chain)], [target], [group_dims[spec.index]],
-                        BatchAxis(size, axis_name), [want])
+                        axis, [want])
     return out
 
 

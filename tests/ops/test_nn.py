@@ -231,8 +231,10 @@ def test_dropout_identity_and_edges():
     kept = F.dropout(aotjax.ones(10000), 0.25, key=aotjax.random.key(1)).numpy()
     assert set(np.unique(kept).tolist()) <= {0.0, np.float32(1 / 0.75)}
     assert abs((kept > 0).mean() - 0.75) < 0.03
-    with pytest.raises(TypeError, match="dropout: a random key is required"):
-        F.dropout(x, 0.5)
+    aotjax.manual_seed(3)
+    first = F.dropout(aotjax.ones(100), 0.5)  # no key: the default generator draws, and advances
+    aotjax.manual_seed(3)
+    assert F.dropout(aotjax.ones(100), 0.5).tolist() == first.tolist() != F.dropout(aotjax.ones(100), 0.5).tolist()
     with pytest.raises(ValueError, match="dropout: p must be a probability"):
         F.dropout(x, 1.5, key=aotjax.random.key(0))
 
