@@ -98,6 +98,11 @@ def _example_shape(v, bdim) -> tuple:
     return shape if bdim is not_mapped else shape[:bdim] + shape[bdim + 1:]
 
 
+def _indices_rank(indices, idims) -> int:
+    """The rank of the shape one example's advanced indices broadcast to."""
+    return len(np.broadcast_shapes(*(_example_shape(i, d) for i, d in zip(indices, idims))))
+
+
 def _batch_advanced(axis_size, x, dx, indices, idims, dims):
     """Advanced indexing of every example (`x[indices at dims]`, NumPy placement) as one indexing of the whole
     batch: `(x, indices, dims, dx, out)`, the operands of one `index`/`index_put` on the batch, `x`'s batch axis
@@ -109,7 +114,7 @@ def _batch_advanced(axis_size, x, dx, indices, idims, dims):
     gathered dims stay where each example has them."""
     d0, last = (min(dims), max(dims)) if dims else (0, -1)
     adjacent = last - d0 + 1 == len(dims)
-    rank = len(np.broadcast_shapes(*(_example_shape(i, d) for i, d in zip(indices, idims))))
+    rank = _indices_rank(indices, idims)
     if all(d is not_mapped for d in idims):
         if adjacent and d0 < dx <= last:
             x, dx = moveaxis(x, dx, 0), 0
@@ -134,15 +139,15 @@ def _batch_put(axis_size, x, dx, values, dv, indices, idims, dims, accumulate):
     if dx is not_mapped:
         dx = min(dims, default=0)
         x = broadcast(x, axis_size, dx)
-    rank = len(shape) - len(dims) + len(np.broadcast_shapes(*(_example_shape(i, d) for i, d in zip(indices, idims))))
+    rank = len(shape) - len(dims) + _indices_rank(indices, idims)  # of an example's indexed slots
     x, indices, dims, dx, out = _batch_advanced(axis_size, x, dx, indices, idims, dims)
     values = aligned(values, dv, len(_example_shape(values, dv)), rank, out)
     return [index_put_p.bind(x, values, *indices, dims=dims, accumulate=accumulate)], [dx]
 
 
-def _common_axis(axis_size, vals, bdims, target=None):
-    """`vals` all batched at one axis (`target`, by default the first batched one's): `(vals, axis)`."""
-    axis = target if target is not None else next(d for d in bdims if d is not not_mapped)
+def _common_axis(axis_size, vals, bdims):
+    """`vals` all batched at one axis, the first batched one's (0 if none is): `(vals, axis)`."""
+    axis = next((d for d in bdims if d is not not_mapped), 0)
     return [matchaxis(d, axis, axis_size, v) for v, d in zip(vals, bdims)], axis
 
 
@@ -196,8 +201,14 @@ def _index_put_transpose_values(ct, x, values, *indices, dims, accumulate):
 
 
 deflinear_transpose(index_put_p, _index_put_transpose_x, _index_put_transpose_values)
-batching_rules[index_put_p] = lambda axis_size, vals, bdims, *, dims, accumulate: _batch_put(
-    axis_size, vals[0], bdims[0], vals[1], bdims[1], vals[2:], bdims[2:], dims, accumulate)
+
+
+def _index_put_batch(axis_size, vals, bdims, *, dims, accumulate):
+    (x, values, *indices), (dx, dv, *idims) = vals, bdims
+    return _batch_put(axis_size, x, dx, values, dv, indices, idims, dims, accumulate)
+
+
+batching_rules[index_put_p] = _index_put_batch
 
 
 def _gather_lower(x, index, *, dim):
@@ -270,12 +281,13 @@ def _scatter_batch(prim):
         """Each example's scatter: the input, the index and the source batched at one axis (the unbatched ones
         broadcast there); a batched 0-d source (broadcast to the index's shape in each example) made index-shaped."""
         (x, index, src), (dx, di, ds) = vals, bdims
-        (x, index), axis = _common_axis(axis_size, [x, index], [dx, di], None if ds is not_mapped or dx or di else 0)
-        rank = len(_example_shape(index, axis))
-        if ds is not not_mapped and len(_example_shape(src, ds)) == 0:
-            src = expand_p.bind(aligned(src, ds, 0, rank, axis), shape=tuple(get_aval(index).shape))
-        elif len(_example_shape(src, ds)):
-            src = matchaxis(ds, axis, axis_size, src)
+        if _example_shape(src, ds):
+            (x, index, src), axis = _common_axis(axis_size, vals, bdims)
+        else:
+            (x, index), axis = _common_axis(axis_size, [x, index], [dx, di])
+            if ds is not not_mapped:
+                rank = len(_example_shape(index, axis))
+                src = expand_p.bind(aligned(src, ds, 0, rank, axis), shape=tuple(get_aval(index).shape))
         return [prim.bind(x, index, src, dim=shift_axis(dim, axis))], [axis]
     return rule
 
@@ -296,7 +308,7 @@ defbroadcasting(masked_fill_p)
 
 
 def _index_add_lower(x, index, source, *, dim, alpha):
-    source = source * alpha if alpha != 1 else source
+    source = source * source.dtype.type(alpha) if alpha != 1 else source  # NOTE: PyTorch's alpha: of source's dtype
     return x.at[_full_index(x.ndim, (dim,), (index,))].add(source.astype(x.dtype))
 
 
