@@ -34,7 +34,7 @@ from aotjax.tensor import Tensor
 __all__ = ["not_mapped", "BatchRule", "batching_rules", "collective_rules", "BatchAxis", "BatchTracer", "BatchTrace",
            "batch_flat", "batch_flat_dims", "batch_jaxpr", "current_axis", "find_axis", "example_index",
            "moveaxis", "matchaxis", "broadcast", "bdim_at_front", "defvectorized",
-           "defbroadcasting", "defreducer", "defaxis", "shift_axis"]
+           "defbroadcasting", "defreducer", "defaxis", "shift_axis", "aligned"]
 
 not_mapped = None  # the batch axis of a value that is the same for every example
 
@@ -291,13 +291,14 @@ def _broadcasting_rule(prim: Primitive):
         # output's is, and the others are moved there (a no-op when they are batched alike).
         first = next(i for i, d in enumerate(bdims) if d is not not_mapped)
         target = bdims[first] + out_rank - ranks[first]
-        operands = [_aligned(v, d, r, out_rank, target) for v, d, r in zip(vals, bdims, ranks)]
+        operands = [aligned(v, d, r, out_rank, target) for v, d, r in zip(vals, bdims, ranks)]
         return [prim.bind(*operands, **params)], [target]
     return rule
 
 
-def _aligned(x, bdim: int | None, rank: int, out_rank: int, target: int):
-    """Operand `x` (logical rank `rank`, batched at `bdim`) made to broadcast with the output batched at `target`."""
+def aligned(x, bdim: int | None, rank: int, out_rank: int, target: int):
+    """Operand `x` (an example's rank `rank`, batched at `bdim` or `not_mapped`) made to broadcast, right-aligned,
+    against a value of an example's rank `out_rank` batched at `target`: its batch axis moved there, 1s added."""
     if bdim is not_mapped:
         # NOTE: an unbatched operand whose dims start before the batch axis gets a size-1 axis there.
         first = out_rank - rank  # the output's (an example's) dim that its first dim broadcasts with

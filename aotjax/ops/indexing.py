@@ -17,14 +17,25 @@ import numpy as np
 from jax import lax
 from jax.experimental import checkify
 
-from aotjax.core.avals import ShapedArray
+from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.checks import check_record, checks_emitted
 from aotjax.core.errors import ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer
 from aotjax.core.primitive import Recompute, largest_array_flops, output_size_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero, instantiate, unbroadcast
-from aotjax.interpreters.batching import batching_rules, bdim_at_front, moveaxis, not_mapped
+from aotjax.interpreters.batching import (
+    aligned,
+    batching_rules,
+    bdim_at_front,
+    broadcast,
+    defbroadcasting,
+    defvectorized,
+    matchaxis,
+    moveaxis,
+    not_mapped,
+    shift_axis,
+)
 from aotjax.interpreters.jvp import defjvp, defjvp_zero, deflinear
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, inplace_variant, standard_primitive
@@ -34,7 +45,7 @@ from aotjax.ops.elementwise import eq_p, mul_p, where_p
 from aotjax.ops.layout import preserve_layout
 from aotjax.ops.promotion import default_int_dtype
 from aotjax.ops.reduction import reduce_sum_p
-from aotjax.ops.views import _slice, alias, select, slice_scatter_p, unsqueeze, view_p
+from aotjax.ops.views import _slice, alias, expand_p, select, slice_scatter_p, unsqueeze, view_p
 from aotjax.tensor import Tensor, method
 
 __all__ = ["getitem", "setitem", "index_select", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_",
@@ -80,6 +91,66 @@ def _sum_all(v):
     return reduce_sum_p.bind(v, axes=tuple(range(v.ndim)), keepdims=False)
 
 
+# -- batching helpers (vmap) -------------------------------------------------------------------
+def _example_shape(v, bdim) -> tuple:
+    """The shape of one example of `v`, batched at `bdim` (or `not_mapped`)."""
+    shape = tuple(get_aval(v).shape)
+    return shape if bdim is not_mapped else shape[:bdim] + shape[bdim + 1:]
+
+
+def _indices_rank(indices, idims) -> int:
+    """The rank of the shape one example's advanced indices broadcast to."""
+    return len(np.broadcast_shapes(*(_example_shape(i, d) for i, d in zip(indices, idims))))
+
+
+def _batch_advanced(axis_size, x, dx, indices, idims, dims):
+    """Advanced indexing of every example (`x[indices at dims]`, NumPy placement) as one indexing of the whole
+    batch: `(x, indices, dims, dx, out)`, the operands of one `index`/`index_put` on the batch, `x`'s batch axis
+    `dx` (`not_mapped` if it was and stays so), and the axis of the gathered result that runs over the examples.
+
+    With no index batched, `x`'s batch axis is a full slice (kept where it is unless it splits the indexed dims).
+    Otherwise the batched indices get their batch axis first and the batch axis of `x` becomes an indexed dim too,
+    indexed by `arange(axis_size)`; when the indexed dims are adjacent it is placed among them, so that the
+    gathered dims stay where each example has them."""
+    d0, last = (min(dims), max(dims)) if dims else (0, -1)
+    adjacent = last - d0 + 1 == len(dims)
+    rank = _indices_rank(indices, idims)
+    if all(d is not_mapped for d in idims):
+        if adjacent and d0 < dx <= last:
+            x, dx = moveaxis(x, dx, 0), 0
+        out = dx - sum(d < dx for d in dims) + (rank if not adjacent or dx > d0 else 0)
+        return x, list(indices), tuple(shift_axis(d, dx) for d in dims), dx, out
+    indices = [i if d is not_mapped else aligned(i, d, len(get_aval(i).shape) - 1, rank, 0)
+               for i, d in zip(indices, idims)]
+    out = d0 if adjacent else 0
+    if dx is not_mapped:
+        return x, indices, tuple(dims), dx, out
+    if adjacent and not d0 <= dx <= last + 1:
+        x, dx = moveaxis(x, dx, d0), d0
+    dtype = next(get_aval(i).dtype for i, d in zip(indices, idims) if d is not not_mapped)
+    examples = aligned(arange(axis_size, dtype=dtype), 0, 0, rank, 0)
+    return x, [examples, *indices], (dx, *(shift_axis(d, dx) for d in dims)), dx, out
+
+
+def _batch_put(axis_size, x, dx, values, dv, indices, idims, dims, accumulate):
+    """`index_put` of each example's `values` into its `x`, as one `index_put` on the batch (an unbatched `x` made
+    batched: the result differs per example)."""
+    shape = _example_shape(x, dx)
+    if dx is not_mapped:
+        dx = min(dims, default=0)
+        x = broadcast(x, axis_size, dx)
+    rank = len(shape) - len(dims) + _indices_rank(indices, idims)  # of an example's indexed slots
+    x, indices, dims, dx, out = _batch_advanced(axis_size, x, dx, indices, idims, dims)
+    values = aligned(values, dv, len(_example_shape(values, dv)), rank, out)
+    return [index_put_p.bind(x, values, *indices, dims=dims, accumulate=accumulate)], [dx]
+
+
+def _common_axis(axis_size, vals, bdims):
+    """`vals` all batched at one axis, the first batched one's (0 if none is): `(vals, axis)`."""
+    axis = next((d for d in bdims if d is not not_mapped), 0)
+    return [matchaxis(d, axis, axis_size, v) for v, d in zip(vals, bdims)], axis
+
+
 # -- primitives --------------------------------------------------------------------------------
 # index: advanced indexing (a gather), NumPy placement of the indexed dims. Gathers and scatters are saved
 # rather than recomputed (recomputing one needs its indices too).
@@ -88,6 +159,15 @@ index_p = standard_primitive("index", None, None, lambda x, *indices, dims: x[_f
 deflinear(index_p, argnums=(0,))
 deflinear_transpose(index_p, lambda ct, x, *indices, dims: index_put_p.bind(
     instantiate(Zero(x.aval)), ct, *indices, dims=dims, accumulate=True))
+
+
+def _index_batch(axis_size, vals, bdims, *, dims):
+    (x, *indices), (dx, *idims) = vals, bdims
+    x, indices, dims, _, out = _batch_advanced(axis_size, x, dx, indices, idims, dims)
+    return [index_p.bind(x, *indices, dims=dims)], [out]
+
+
+batching_rules[index_p] = _index_batch
 
 
 def _index_put_lower(x, values, *indices, dims, accumulate):
@@ -123,6 +203,14 @@ def _index_put_transpose_values(ct, x, values, *indices, dims, accumulate):
 deflinear_transpose(index_put_p, _index_put_transpose_x, _index_put_transpose_values)
 
 
+def _index_put_batch(axis_size, vals, bdims, *, dims, accumulate):
+    (x, values, *indices), (dx, dv, *idims) = vals, bdims
+    return _batch_put(axis_size, x, dx, values, dv, indices, idims, dims, accumulate)
+
+
+batching_rules[index_put_p] = _index_put_batch
+
+
 def _gather_lower(x, index, *, dim):
     # NOTE: PyTorch lets the index be smaller than the input outside `dim`: crop the input to it.
     crop = tuple(slice(None) if d == dim else slice(0, index.shape[d]) for d in range(x.ndim))
@@ -134,6 +222,15 @@ gather_p = standard_primitive("gather", lambda x, index, *, dim: index.shape, _k
 deflinear(gather_p, argnums=(0,))
 deflinear_transpose(gather_p, lambda ct, x, index, *, dim: scatter_add_p.bind(
     instantiate(Zero(x.aval)), index, ct, dim=dim))
+
+
+def _gather_batch(axis_size, vals, bdims, *, dim):
+    """Each example's gather: the input and the index batched at one axis (an unbatched one broadcast there)."""
+    (x, index), axis = _common_axis(axis_size, vals, bdims)
+    return [gather_p.bind(x, index, dim=shift_axis(dim, axis))], [axis]
+
+
+batching_rules[gather_p] = _gather_batch
 
 
 def _scatter_lower(reduce_add):
@@ -178,6 +275,26 @@ deflinear_transpose(scatter_p, lambda ct, x, index, src, *, dim: scatter_p.bind(
 deflinear_transpose(scatter_add_p, lambda ct, x, index, src, *, dim: ct, None,
                     lambda ct, x, index, src, *, dim: _scatter_src_ct(gather_p.bind(ct, index, dim=dim), src))
 
+
+def _scatter_batch(prim):
+    def rule(axis_size, vals, bdims, *, dim):
+        """Each example's scatter: the input, the index and the source batched at one axis (the unbatched ones
+        broadcast there); a batched 0-d source (broadcast to the index's shape in each example) made index-shaped."""
+        (x, index, src), (dx, di, ds) = vals, bdims
+        if _example_shape(src, ds):
+            (x, index, src), axis = _common_axis(axis_size, vals, bdims)
+        else:
+            (x, index), axis = _common_axis(axis_size, [x, index], [dx, di])
+            if ds is not not_mapped:
+                rank = len(_example_shape(index, axis))
+                src = expand_p.bind(aligned(src, ds, 0, rank, axis), shape=tuple(get_aval(index).shape))
+        return [prim.bind(x, index, src, dim=shift_axis(dim, axis))], [axis]
+    return rule
+
+
+batching_rules[scatter_p] = _scatter_batch(scatter_p)
+batching_rules[scatter_add_p] = _scatter_batch(scatter_add_p)
+
 masked_fill_p = standard_primitive(
     "masked_fill", lambda x, mask, value: broadcast_shapes("masked_fill", x.shape, mask.shape, value.shape),
     _keep_dtype, lambda x, mask, value: jnp.where(mask, value.astype(x.dtype), x),
@@ -187,10 +304,11 @@ deflinear(masked_fill_p, argnums=(0, 2))
 deflinear_transpose(
     masked_fill_p, lambda ct, x, mask, value: unbroadcast(where_p.bind(mask, ct.dtype.type(0), ct), x.aval), None,
     lambda ct, x, mask, value: convert(unbroadcast(where_p.bind(mask, ct, ct.dtype.type(0)), value.aval), value.dtype))
+defbroadcasting(masked_fill_p)
 
 
 def _index_add_lower(x, index, source, *, dim, alpha):
-    source = source * alpha if alpha != 1 else source
+    source = source * source.dtype.type(alpha) if alpha != 1 else source  # NOTE: PyTorch's alpha: of source's dtype
     return x.at[_full_index(x.ndim, (dim,), (index,))].add(source.astype(x.dtype))
 
 
@@ -206,6 +324,21 @@ def _index_add_transpose_source(ct, x, index, source, *, dim, alpha):
 
 
 deflinear_transpose(index_add_p, lambda ct, x, index, source, **params: ct, None, _index_add_transpose_source)
+
+
+def _index_add_batch(axis_size, vals, bdims, *, dim, alpha):
+    """Each example's `index_add`: one `index_add` with the batch axis a full slice when the index is the same for
+    every example, else an accumulating `index_put` (the batch axis indexed too) of the scaled sources."""
+    (x, index, source), (dx, di, ds) = vals, bdims
+    if di is not_mapped:
+        (x, source), axis = _common_axis(axis_size, [x, source], [dx, ds])
+        return [index_add_p.bind(x, index, source, dim=shift_axis(dim, axis), alpha=alpha)], [axis]
+    if alpha != 1:
+        source = mul_p.bind(source, source.dtype.type(alpha))
+    return _batch_put(axis_size, x, dx, source, ds, [index], [di], (dim,), True)
+
+
+batching_rules[index_add_p] = _index_add_batch
 
 
 def _copy_shape(dst, src):
@@ -243,6 +376,17 @@ fill_p = standard_primitive("fill", _same_shape, _keep_dtype,
 fill__p = inplace_variant(fill_p)
 defjvp(fill_p, None, lambda t, x, value: fill_p.bind(x, t))
 deflinear_transpose(fill_p, lambda ct, x, value: Zero(x.aval), lambda ct, x, value: convert(_sum_all(ct), value.dtype))
+
+
+def _fill_batch(axis_size, vals, bdims):
+    """`fill` with one value for every example; a batched value (one per example) is a `copy` of it."""
+    (x, value), (dx, dv) = vals, bdims
+    if dv is not_mapped:
+        return [fill_p.bind(x, value)], [dx]
+    return _copy_batch(axis_size, vals, bdims)
+
+
+batching_rules[fill_p] = _fill_batch
 
 
 # -- run-time bounds checks --------------------------------------------------------------------
@@ -286,6 +430,7 @@ check_index_p = standard_primitive("check_index", lambda index, **params: index.
 check_index_p.eager_impl = lambda **params: functools.partial(_check_index_eager, **params)
 check_index_p.print_rule = lambda params: {"lo": params["lo"], "hi": params["hi"], "error": params["error"].__name__}
 defjvp_zero(check_index_p)
+defvectorized(check_index_p)  # NOTE: the batched index holds every example's: one check of it checks them all
 
 
 # -- operand helpers ---------------------------------------------------------------------------
