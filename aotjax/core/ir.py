@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Iterator, Protocol
 
 import numpy as np
 
@@ -180,6 +180,22 @@ def dce(eqns: list[Eqn], outvars: list) -> list[Eqn]:
             kept.append(eqn)
             live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
     return kept[::-1]
+
+
+def sub_jaxprs(eqn: Eqn) -> Iterator[Jaxpr]:
+    """The sub-programs a higher-order equation carries in its params (a loop's body, a conditional's branches)."""
+    for v in eqn.params.values():
+        for p in v if isinstance(v, (tuple, list)) else (v,):
+            if isinstance(p, ClosedJaxpr):
+                yield p.jaxpr
+            elif isinstance(p, Jaxpr):
+                yield p
+
+
+def uses_primitive(jaxpr: Jaxpr | ClosedJaxpr, prim: Any) -> bool:
+    """Whether `jaxpr`, or a sub-program of one of its equations, has an equation of `prim`."""
+    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
+    return any(e.primitive is prim or any(uses_primitive(s, prim) for s in sub_jaxprs(e)) for e in jaxpr.eqns)
 
 
 def prune_jaxpr(closed: ClosedJaxpr, used_outputs: list[bool]) -> tuple[ClosedJaxpr, list[bool]]:

@@ -12,7 +12,7 @@ and `check_lowerable` walks into them.
 from __future__ import annotations
 
 import functools
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +22,7 @@ from jax.experimental import checkify
 from aotjax.core.avals import ShapedArray
 from aotjax.core.checks import lowering_checks
 from aotjax.core.errors import UnsupportedError
-from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr
+from aotjax.core.ir import ClosedJaxpr, Jaxpr, sub_jaxprs, uses_primitive
 from aotjax.core.primitive import Kind
 from aotjax.interpreters.eval import read
 from aotjax.interpreters.lowering import check_failure, eval_jaxpr_jax
@@ -34,15 +34,6 @@ __all__ = ["to_jax", "compile", "Compiled", "eval_jaxpr_jax", "check_lowerable",
 
 
 # -- checking ----------------------------------------------------------------------------------
-def _sub_jaxprs(eqn: Eqn) -> Iterator[Jaxpr]:
-    for v in eqn.params.values():
-        for p in v if isinstance(v, (tuple, list)) else (v,):
-            if isinstance(p, ClosedJaxpr):
-                yield p.jaxpr
-            elif isinstance(p, Jaxpr):
-                yield p
-
-
 def check_lowerable(jaxpr: Jaxpr | ClosedJaxpr, what: str = "to_jax") -> None:
     """Raise `UnsupportedError` if `jaxpr` (or a sub-jaxpr) writes in place, naming the primitive
     and the user's source line of the first such equation."""
@@ -55,7 +46,7 @@ def check_lowerable(jaxpr: Jaxpr | ClosedJaxpr, what: str = "to_jax") -> None:
                 f"{what}: the program contains '{eqn.primitive.name}', which {kind}{at}, and a jaxpr with "
                 f"in-place ops cannot be lowered as written: functionalize it first, or trace a version of "
                 f"the function without in-place ops (e.g. `y = x.relu()` instead of `x.relu_()`).")
-        for sub in _sub_jaxprs(eqn):
+        for sub in sub_jaxprs(eqn):
             check_lowerable(sub, what)
 
 
@@ -245,8 +236,7 @@ def avals_to_structs(avals) -> list:
 # -- run-time checks -----------------------------------------------------------------------------
 def has_checks(jaxpr: Jaxpr | ClosedJaxpr) -> bool:
     """Whether `jaxpr` (or a sub-jaxpr) stages run-time checks (`jit(f, checks=True)`)."""
-    jaxpr = jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
-    return any(e.primitive is check_index_p or any(map(has_checks, _sub_jaxprs(e))) for e in jaxpr.eqns)
+    return uses_primitive(jaxpr, check_index_p)
 
 
 class CheckedProgram:

@@ -1,5 +1,6 @@
 """What the control-flow primitives share: cutting operand lists into their groups, rearranging a sub-program's
-binders, the fixed points' bookkeeping, and the frontends' checks of loop values (a carry keeps its type)."""
+binders, the fixed points' bookkeeping, the frontends' checks of loop values (a carry keeps its type), and what
+their batching rules compute with when the examples go different ways (a batched branch index or loop predicate)."""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -12,14 +13,18 @@ from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.interpreter import Tracer
 from aotjax.core.ir import ClosedJaxpr, Jaxpr
 from aotjax.core.source_info import where
+from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import is_differentiable
 from aotjax.ops._frontend import as_tensor, convert
 from aotjax.ops.control_flow._body import describe_path
 from aotjax.ops.creation import full
+from aotjax.ops.elementwise import convert_element_type_p, eq_p, where_p
+from aotjax.ops.reduction import cumsum_p, reduce_or_p, reduce_sum_p
+from aotjax.ops.views import detach_p
 from aotjax.tensor import Tensor
 
 __all__ = ["split_list", "permute", "differentiable", "loop_operand", "kind_of", "check_carry",
-           "WeakCarry", "trace_promoting"]
+           "WeakCarry", "trace_promoting", "fixed_point", "select_examples", "stand_in"]
 
 
 def split_list(seq, *sizes) -> list[list]:
@@ -132,3 +137,43 @@ def _wider(dtype, than) -> bool:
     if than.kind in "biu" and dtype.kind in "fc":
         return True
     return np.promote_types(than, dtype) == dtype
+
+
+# -- batching -------------------------------------------------------------------------------------------------
+def fixed_point(flags: list[bool], step: Callable[[list[bool]], list[bool]], what: str) -> list[bool]:
+    """The least flags at or above `flags` that `step` keeps: `flags | step(flags)`, until it stops changing (a
+    carry is batched if its initial value is, or if the body makes it so from batched values). `what` names the
+    loop in the error raised if it never stops (a bug)."""
+    for _ in range(len(flags) + 1):
+        new = [a or b for a, b in zip(flags, step(flags), strict=True)]
+        if new == flags:
+            return flags
+        flags = new
+    raise AssertionError(f"{what}: the fixed point was not reached")
+
+
+def select_examples(mask, x, y):
+    """`x` for the examples where `mask` (`bool[B]`) holds, `y` for the others: `x` is batched at axis 0, `y` too or
+    the same for every example."""
+    rank = len(get_aval(x).shape)
+    if rank > 1:
+        mask = hooks.reshape(mask, get_aval(mask).shape + (1,) * (rank - 1))
+    return where_p.bind(mask, x, y)
+
+
+def _first_where(mask, x):
+    """The value of `x` (batched at axis 0) of the first example where `mask` holds (zeros where none does)."""
+    counts = cumsum_p.bind(convert_element_type_p.bind(mask, new_dtype=np.dtype(np.int32)), axis=0)
+    first = where_p.bind(eq_p.bind(counts, np.int32(1)), mask, np.bool_(False))
+    dtype = get_aval(x).dtype
+    picked = select_examples(first, x, dtype.type(0))
+    reduce = reduce_or_p if dtype == np.bool_ else reduce_sum_p
+    return reduce.bind(picked, axes=(0,), keepdims=False)
+
+
+def stand_in(mask, x):
+    """`x` (batched at axis 0) for the examples where `mask` holds; for the others, the value of the first example
+    where it holds, detached. What a batching rule feeds a sub-program it runs for every example when only those in
+    `mask` take it (a branch, a loop's next trip): the others then compute what an example taking it computes, so a
+    run-time check in it fails only for an example that takes it, and no gradient flows from the others."""
+    return select_examples(mask, x, detach_p.bind(_first_where(mask, x)))

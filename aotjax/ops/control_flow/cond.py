@@ -15,7 +15,13 @@ returning values of the same types; the result is `branches[index](*ops)`. The i
   that makes fewer fills the rest with zeros; a residual that is a known operand is read from the operand
   itself (forwarded), never returned;
 - transpose: a cond, on the same index, of the branches' transposes;
-- dead-code elimination: outputs nothing reads, and the operands no branch then reads, go from every branch.
+- dead-code elimination: outputs nothing reads, and the operands no branch then reads, go from every branch;
+- batching (vmap): with an unbatched index, a cond of the batched branches, each output batched where any
+  branch's is. With a batched index the examples may take different branches: every branch runs on every example
+  and each example's outputs are selected by its index. A branch sees its own operands only in the examples that
+  take it: elsewhere they are detached (no NaN of a branch not taken reaches a gradient, JAX's issue 1052), and a
+  branch with run-time checks runs only if some example takes it, the others given that example's operands
+  (`stand_in`), so that a check fails only for an example that takes it.
 
 The frontends trace each branch once, functionalized (`aotjax.ops.control_flow._body`), and restore PyTorch's
 eager meaning around the pure primitive, as for a Python `if`: a branch may write into its operands or into
@@ -39,11 +45,19 @@ from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.checks import check_record
 from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
-from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, used_inputs
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, used_inputs, uses_primitive
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
 from aotjax.core.typecheck import typecheck, typecheck_enabled
 from aotjax.interpreters.ad_util import Zero, instantiate, is_differentiable
+from aotjax.interpreters.batching import (
+    batch_jaxpr,
+    batching_rules,
+    bdim_at_front,
+    current_axis,
+    moveaxis,
+    not_mapped,
+)
 from aotjax.interpreters.jvp import jvp_jaxpr, jvp_rules
 from aotjax.interpreters.lowering import eval_sub_jaxpr, register_lowering
 from aotjax.interpreters.partial_eval import ResidualSource, SplitJaxpr, partial_eval_jaxpr, partial_eval_rules
@@ -51,6 +65,12 @@ from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass, is_undefined, transpose_rules
 from aotjax.ops._frontend import as_tensor
 from aotjax.ops.control_flow._body import Body, describe_path, trace_body, write_back
+from aotjax.ops.control_flow._common import select_examples, stand_in
+from aotjax.ops.creation import zeros
+from aotjax.ops.elementwise import convert_element_type_p, eq_p
+from aotjax.ops.indexing import check_index_p
+from aotjax.ops.reduction import reduce_or_p
+from aotjax.ops.views import detach_p
 from aotjax.tensor import Tensor
 
 __all__ = ["cond", "switch", "cond_p"]
@@ -272,12 +292,59 @@ def _cond_dce(eqn: Eqn, used_outputs: list[bool]) -> Eqn:
                eqn.source_info)
 
 
+# -- batching ---------------------------------------------------------------------------------------------
+def _cond_batch(axis_size, vals, bdims, *, branches: tuple):
+    axis = current_axis()
+    (index, *ops), (index_d, *op_dims) = vals, bdims
+    if index_d is not_mapped:
+        ops = [x if d is not_mapped else moveaxis(x, d, 0) for x, d in zip(ops, op_dims)]
+        in_b = [d is not not_mapped for d in op_dims]
+        first = [batch_jaxpr(b, axis, in_b) for b in branches]
+        out_b = [any(flags) for flags in zip(*(f for _, f in first))]
+        batched = tuple(j if f == out_b else batch_jaxpr(b, axis, in_b, instantiate=out_b)[0]
+                        for b, (j, f) in zip(branches, first))
+        return cond_p.bind(index, *ops, branches=batched), [0 if b else not_mapped for b in out_b]
+    index = moveaxis(index, index_d, 0)
+    ops = [bdim_at_front(x, d, axis_size) for x, d in zip(ops, op_dims)]
+    run = _guarded_branch if any(uses_primitive(b, check_index_p) for b in branches) else _masked_branch
+    taken = [eq_p.bind(index, np.int32(k)) for k in range(len(branches))]
+    outs = [run(t, batch_jaxpr(b, axis, [True] * len(ops), instantiate=True)[0], ops)
+            for t, b in zip(taken, branches)]
+    selected = outs[-1]
+    for t, branch_outs in zip(taken[-2::-1], outs[-2::-1]):
+        selected = [select_examples(t, o, s) for o, s in zip(branch_outs, selected)]
+    return selected, [0] * len(selected)
+
+
+def _masked_branch(taken, branch: ClosedJaxpr, ops) -> list:
+    """`branch` (batched) run on every example, its operands detached in the examples that do not take it."""
+    masked = [select_examples(taken, x, detach_p.bind(x)) if is_differentiable(get_aval(x).dtype) else x
+              for x in ops]
+    return eval_jaxpr(branch, *masked)
+
+
+def _guarded_branch(taken, branch: ClosedJaxpr, ops) -> list:
+    """`branch` (batched, with run-time checks) run if some example takes it, the others given that example's
+    operands; zeros otherwise."""
+    def run(taken, *ops):
+        return eval_jaxpr(branch, *(stand_in(taken, x) for x in ops))
+
+    def skip(taken, *ops):
+        return [zeros(*a.shape, dtype=a.dtype) for a in branch.out_avals]
+
+    avals = [get_aval(x) for x in (taken, *ops)]
+    some = convert_element_type_p.bind(reduce_or_p.bind(taken, axes=(0,), keepdims=False),
+                                       new_dtype=np.dtype(np.int32))
+    return cond_p.bind(some, taken, *ops, branches=(trace_flat(skip, avals), trace_flat(run, avals)))
+
+
 cond_p.abstract_eval = _cond_abstract_eval
 register_lowering(cond_p, _cond_lower)
 jvp_rules[cond_p] = _cond_jvp
 partial_eval_rules[cond_p] = _cond_partial_eval
 transpose_rules[cond_p] = _cond_transpose
 dce_rules[cond_p] = _cond_dce
+batching_rules[cond_p] = _cond_batch
 
 
 # -- the frontends ----------------------------------------------------------------------------------------

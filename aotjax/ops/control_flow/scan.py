@@ -12,7 +12,9 @@ stacked along a new leading axis of `length`. JAX's `lax.scan` is the model; its
   forwarded (the unknown scan reads the operand itself: no stacked copy of a weight the body captures), and
   a residual computed from loop constants alone is hoisted out of the loop and computed once;
 - transpose: a scan in the other direction whose carry accumulates the constants' cotangents;
-- dead-code elimination: a fixed point on the carries something reads; unused results and operands go.
+- dead-code elimination: a fixed point on the carries something reads; unused results and operands go;
+- batching (vmap): a fixed point on which carries are batched, then one scan of the batched body. Inside the body
+  every batched value has its batch axis at 0; outside, a batched `xs` or `ys` has it at 1 (0 is the scanned axis).
 
 The frontend (`scan`) traces the body once, functionalized (`aotjax.ops.control_flow._body`), and restores
 PyTorch's eager meaning around the pure primitive: the carry is fresh (the caller's `init` is never written),
@@ -37,6 +39,7 @@ from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, prune_j
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
 from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate
+from aotjax.interpreters.batching import batch_jaxpr, batching_rules, current_axis, matchaxis, moveaxis, not_mapped
 from aotjax.interpreters.jvp import jvp_jaxpr, jvp_rules
 from aotjax.interpreters.lowering import eval_sub_jaxpr, register_lowering
 from aotjax.interpreters.partial_eval import (
@@ -52,6 +55,7 @@ from aotjax.ops.control_flow._body import memory_key, trace_body, write_back
 from aotjax.ops.control_flow._common import (
     check_carry,
     differentiable,
+    fixed_point,
     kind_of,
     loop_operand,
     permute,
@@ -357,6 +361,28 @@ def _scan_describe_output(eqn: Eqn, k: int) -> str:
     return f"{what}, stacked over {length} iterations"
 
 
+# -- batching ---------------------------------------------------------------------------------------------
+def _scan_batch(axis_size, vals, bdims, *, jaxpr: ClosedJaxpr, num_consts: int, num_carry: int, length: int,
+                reverse: bool, unroll: int):
+    axis = current_axis()
+    const_b, init_b, xs_b = split_list([d is not not_mapped for d in bdims], num_consts, num_carry)
+    num_ys = len(jaxpr.out_avals) - num_carry
+
+    def batched_body(carry_b):
+        return batch_jaxpr(jaxpr, axis, const_b + carry_b + xs_b, instantiate=carry_b + [False] * num_ys)
+
+    carry_b = fixed_point(init_b, lambda carry_b: batched_body(carry_b)[1][:num_carry], "scan")
+    body, out_b = batched_body(carry_b)
+    consts, init, xs = split_list(vals, num_consts, num_carry)
+    const_d, init_d, xs_d = split_list(bdims, num_consts, num_carry)
+    consts = [x if d is not_mapped else moveaxis(x, d, 0) for x, d in zip(consts, const_d)]
+    init = [matchaxis(d, 0, axis_size, x) if b else x for x, d, b in zip(init, init_d, carry_b)]
+    xs = [x if d is not_mapped else moveaxis(x, d, 1) for x, d in zip(xs, xs_d)]
+    outs = scan_p.bind(*consts, *init, *xs, jaxpr=body, num_consts=num_consts, num_carry=num_carry, length=length,
+                       reverse=reverse, unroll=unroll)
+    return outs, [0 if b else not_mapped for b in carry_b] + [1 if b else not_mapped for b in out_b[num_carry:]]
+
+
 scan_p.describe_output = _scan_describe_output
 scan_p.abstract_eval = _scan_abstract_eval
 register_lowering(scan_p, _scan_lower)
@@ -364,6 +390,7 @@ jvp_rules[scan_p] = _scan_jvp
 partial_eval_rules[scan_p] = _scan_partial_eval
 transpose_rules[scan_p] = _scan_transpose
 dce_rules[scan_p] = _scan_dce
+batching_rules[scan_p] = _scan_batch
 
 
 # -- the frontend -----------------------------------------------------------------------------------------

@@ -14,7 +14,12 @@ rules, all here:
   count is unknown, so there is nowhere to stack them;
 - transpose: reverse mode needs each iteration's residuals, hence the trip count: it raises JAX's error,
   pointing to `scan` and to `fori_loop` with static bounds (which is a `scan`);
-- dead-code elimination: a fixed point on the carries something reads; what the condition reads is always used.
+- dead-code elimination: a fixed point on the carries something reads; what the condition reads is always used;
+- batching (vmap): a fixed point on which carries are batched. With an unbatched condition, a loop of the
+  batched body. With a batched one the examples stop at different trips: every carry is batched, the loop runs
+  while any example's condition holds, and a trip updates only the examples whose condition holds (the others
+  keep their last value, as their own loop would). A body with run-time checks gives the examples that have
+  stopped the operands of one that has not (`stand_in`), so that a check fails only for an example still looping.
 
 The frontend (`while_loop`) traces `cond_fun` and `body_fun` once each, functionalized
 (`aotjax.ops.control_flow._body`), and restores PyTorch's eager meaning, as for the Python loop `val = init_val;
@@ -33,14 +38,17 @@ import numpy as np
 from aotjax.core.avals import PYTHON_SCALARS, ShapedArray, canonicalize_dtype, default_int_dtype, get_aval
 from aotjax.core.checks import check_record, lowering_checks
 from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
+from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer
-from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, used_inputs
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, used_inputs, uses_primitive
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
 from aotjax.interpreters.ad_util import Zero, instantiate
+from aotjax.interpreters.batching import batch_jaxpr, batching_rules, current_axis, matchaxis, moveaxis, not_mapped
 from aotjax.interpreters.jvp import jvp_jaxpr, jvp_rules
 from aotjax.interpreters.lowering import eval_jaxpr_jax, eval_sub_jaxpr, register_lowering
 from aotjax.interpreters.partial_eval import ResidualSource, partial_eval_jaxpr, partial_eval_rules
+from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import transpose_rules
 from aotjax.ops._frontend import as_tensor
 from aotjax.ops.control_flow._body import Body, trace_body, write_back
@@ -48,14 +56,19 @@ from aotjax.ops.control_flow._common import (
     WeakCarry,
     check_carry,
     differentiable,
+    fixed_point,
     kind_of,
     loop_operand,
     permute,
+    select_examples,
     split_list,
+    stand_in,
     trace_promoting,
 )
 from aotjax.ops.control_flow.scan import scan
 from aotjax.ops.creation import full
+from aotjax.ops.indexing import check_index_p
+from aotjax.ops.reduction import reduce_or_p
 from aotjax.tensor import Tensor
 
 __all__ = ["while_loop", "fori_loop", "while_p"]
@@ -267,12 +280,63 @@ def _while_dce(eqn: Eqn, used_outputs: list[bool]) -> Eqn:
                [v for v, k in zip(eqn.outputs, used_carry) if k], params, eqn.source_info)
 
 
+# -- batching ---------------------------------------------------------------------------------------------
+def _while_batch(axis_size, vals, bdims, *, cond_jaxpr: ClosedJaxpr, body_jaxpr: ClosedJaxpr, cond_nconsts: int,
+                 body_nconsts: int):
+    axis = current_axis()
+    cond_const_b, body_const_b, init_b = split_list([d is not not_mapped for d in bdims], cond_nconsts, body_nconsts)
+    carry_b = fixed_point(init_b, lambda carry_b: batch_jaxpr(body_jaxpr, axis, body_const_b + carry_b,
+                                                              instantiate=carry_b)[1], "while")
+    pred_b = batch_jaxpr(cond_jaxpr, axis, cond_const_b + carry_b)[1][0]
+    if pred_b:
+        carry_b = [True] * len(carry_b)
+    cond, _ = batch_jaxpr(cond_jaxpr, axis, cond_const_b + carry_b)
+    body, _ = batch_jaxpr(body_jaxpr, axis, body_const_b + carry_b, instantiate=carry_b)
+    consts = [x if d is not_mapped else moveaxis(x, d, 0) for x, d in zip(vals, bdims)]
+    cond_consts, body_consts, _ = split_list(consts, cond_nconsts, body_nconsts)
+    init = [matchaxis(d, 0, axis_size, x) if b else x
+            for x, d, b in zip(vals[cond_nconsts + body_nconsts:], bdims[cond_nconsts + body_nconsts:], carry_b)]
+    if pred_b:
+        outs = _while_per_example(cond, body, cond_consts, body_consts, init, body_const_b)
+    else:
+        outs = while_p.bind(*cond_consts, *body_consts, *init, cond_jaxpr=cond, body_jaxpr=body,
+                            cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
+    return outs, [0 if b else not_mapped for b in carry_b]
+
+
+def _while_per_example(cond: ClosedJaxpr, body: ClosedJaxpr, cond_consts, body_consts, init, body_const_b):
+    """The loop of a batched condition (`cond` returns `bool[B]`, every carry batched): it runs while some example's
+    condition holds; a trip updates the examples whose condition holds, recomputed from their carry, and keeps the
+    others' carry."""
+    n_cc, n_bc = len(cond_consts), len(body_consts)
+    checked = uses_primitive(body, check_index_p)
+
+    def some_example(*args):
+        (pred,) = eval_jaxpr(cond, *args)
+        return [reduce_or_p.bind(pred, axes=(0,), keepdims=False)]
+
+    def trip(*args):
+        cc, bc, carry = split_list(args, n_cc, n_bc)
+        (pred,) = eval_jaxpr(cond, *cc, *carry)
+        fed = carry
+        if checked:
+            bc = [stand_in(pred, x) if b else x for x, b in zip(bc, body_const_b)]
+            fed = [stand_in(pred, x) for x in carry]
+        return [select_examples(pred, new, old) for new, old in zip(eval_jaxpr(body, *bc, *fed), carry)]
+
+    avals = [get_aval(x) for x in (*cond_consts, *body_consts, *init)]
+    loop_cond = trace_flat(some_example, avals[:n_cc] + avals[n_cc + n_bc:])
+    return while_p.bind(*cond_consts, *cond_consts, *body_consts, *init, cond_jaxpr=loop_cond,
+                        body_jaxpr=trace_flat(trip, avals), cond_nconsts=n_cc, body_nconsts=n_cc + n_bc)
+
+
 while_p.abstract_eval = _while_abstract_eval
 register_lowering(while_p, _while_lower)
 jvp_rules[while_p] = _while_jvp
 partial_eval_rules[while_p] = _while_partial_eval
 transpose_rules[while_p] = _while_transpose
 dce_rules[while_p] = _while_dce
+batching_rules[while_p] = _while_batch
 
 
 # -- the frontends ----------------------------------------------------------------------------------------
