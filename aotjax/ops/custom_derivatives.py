@@ -258,6 +258,20 @@ def _batched_call(call: ClosedJaxpr, axis: BatchAxis, in_batched: tuple[bool, ..
     return ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.eqns, j.outvars), []), list(batched.consts)
 
 
+def _defcall_batching(prim: Primitive, rule_param: str, batched_rule: type) -> None:
+    """The batching rule of call `prim`: its program batched, and its user's rule (param `rule_param`) made
+    `batched_rule(rule, axis, in_batched)`, the rule on the batched operands."""
+    def rule(axis_size, vals, bdims, *, call, num_consts, name, **params):
+        vals, in_batched = _at_front(vals, bdims)
+        axis = current_axis()
+        batched, consts = _batched_call(call, axis, in_batched)
+        user_rule = batched_rule(params[rule_param], axis, in_batched[num_consts:])
+        outs = prim.bind(*consts, *vals, call=batched, num_consts=num_consts + len(consts), name=name,
+                         **{rule_param: user_rule})
+        return outs, [0] * len(outs)
+    batching_rules[prim] = rule
+
+
 @dataclass(frozen=True)
 class _BatchedJvp:
     """The user's jvp rule (`CustomJvpRule`) on batched primals and tangents (at axis 0 where `in_batched`), run per
@@ -272,7 +286,7 @@ class _BatchedJvp:
 
         def per_example(*args):
             p_out, t_out = self.jvp(list(args[:n]), list(args[n:]))
-            counts.append(len(p_out))
+            counts[:] = [len(p_out)]
             return [*p_out, *t_out]
 
         outs, out_batched = _per_example(per_example, [*primals, *tangents], self.in_batched * 2, self.axis)
@@ -283,16 +297,7 @@ class _BatchedJvp:
         return str(self.jvp)
 
 
-def _custom_jvp_call_batch(axis_size, vals, bdims, *, call, jvp, num_consts, name):
-    vals, in_batched = _at_front(vals, bdims)
-    axis = current_axis()
-    batched, consts = _batched_call(call, axis, in_batched)
-    outs = custom_jvp_call_p.bind(*consts, *vals, call=batched, jvp=_BatchedJvp(jvp, axis, in_batched[num_consts:]),
-                                  num_consts=num_consts + len(consts), name=name)
-    return outs, [0] * len(outs)
-
-
-batching_rules[custom_jvp_call_p] = _custom_jvp_call_batch
+_defcall_batching(custom_jvp_call_p, "jvp", _BatchedJvp)
 
 
 @dataclass(frozen=True)
@@ -358,16 +363,7 @@ class _BatchedBwd:
         return str(self.bwd)
 
 
-def _custom_vjp_call_batch(axis_size, vals, bdims, *, call, fwd, num_consts, name):
-    vals, in_batched = _at_front(vals, bdims)
-    axis = current_axis()
-    batched, consts = _batched_call(call, axis, in_batched)
-    outs = custom_vjp_call_p.bind(*consts, *vals, call=batched, fwd=_BatchedFwd(fwd, axis, in_batched[num_consts:]),
-                                  num_consts=num_consts + len(consts), name=name)
-    return outs, [0] * len(outs)
-
-
-batching_rules[custom_vjp_call_p] = _custom_vjp_call_batch
+_defcall_batching(custom_vjp_call_p, "fwd", _BatchedFwd)
 
 
 def _custom_lin_batch(axis_size, vals, bdims, *, num_res, bwd, mask, out_avals, name):

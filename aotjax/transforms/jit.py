@@ -171,11 +171,10 @@ class Jitted:
             if vmap_running():
                 key = (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled)
                 entry, full = self._live_entry(args, kwargs, key, leaves)
-                if not any(isinstance(c, Tracer) for c in entry.staged.jaxpr.consts):
+                if _self_contained(entry.staged):
                     return bind_staged(entry.staged, full, functools.partial(compiled_call_p.bind,
                                                                              program=entry.program))
-                # NOTE: the body reads a traced value from its closure: its program is of this call only: inline it.
-                self._cache.pop(key, None)
+                self._cache.pop(key, None)  # NOTE: a program of this call only: not kept
             # NOTE: under another transform the body is inlined into it, functionalized (checked if asked to).
             with emit_checks(self.checks) if self.checks is not None else contextlib.nullcontext():
                 return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
@@ -225,6 +224,15 @@ class Jitted:
         options += f", checks={self.checks}" if self.checks is not None else ""
         n = len(self._cache)
         return f"{self.what}({fun_name(self.fun)}{options}): {n} program{'' if n == 1 else 's'} cached"
+
+
+def _self_contained(staged: Staged) -> bool:
+    """Whether `staged` can be one call under vmap: it reads no traced value from its closure (its program would
+    be this call's only) and writes no captured tensor (vmap's boundary decides about those). If not, it is
+    inlined."""
+    n_explicit = len(staged.meta.groups) - len(staged.implicit)
+    return (not any(isinstance(c, Tracer) for c in staged.jaxpr.consts)
+            and all(g < n_explicit for g in staged.meta.mutated))
 
 
 def bind_staged(staged: Staged, leaves: list, bind: Callable) -> Any:
