@@ -3,7 +3,6 @@ nesting and compositions (jit, grad), mutation at vmap's boundary, and the primi
 from __future__ import annotations
 
 import itertools
-import re
 
 import numpy as np
 import pytest
@@ -49,16 +48,7 @@ def test_op_table_vmap_equals_loop(row: OpRecord):
         per_example = [[ex[i] if axes[i] is not None else examples[0][i] for i in range(n)] for ex in examples]
         expected = [flat(row.fn(*map(T, ops))) for ops in per_example]
         args = [_stacked([ops[i] for ops in per_example], axes[i]) for i in range(n)]
-        try:
-            got = flat(aotjax.vmap(row.fn, in_axes=axes)(*args))
-        except NotImplementedError as e:
-            # NOTE: an op whose primitive has no batching rule yet raises the documented error, naming the primitive
-            # and vmap; the primitive must be listed in EXPECTED_MISSING (the coverage check keeps that list exact).
-            # It is checked against the loop here as soon as it gets a rule.
-            assert _missing_rule(e) and "vmap" in str(e), str(e)
-            missing = re.search(r"primitive '(\w+)'", str(e)).group(1)
-            assert missing in EXPECTED_MISSING, f"{missing}: no batching rule, and not listed as missing"
-            return
+        got = flat(aotjax.vmap(row.fn, in_axes=axes)(*args))
         for j, g in enumerate(got):
             ref = np.stack([as_np(e[j]) for e in expected])
             assert g.shape == ref.shape and g.dtype == expected[0][j].dtype, (axes, g.aval, ref.shape)
@@ -208,20 +198,15 @@ def test_a_tensor_made_inside_and_written_through_a_diagonal_view_is_batched():
     np.testing.assert_array_equal(as_np(got), np.stack([np.diagonal(x[:, i], 1) for i in range(3)]))
 
 
-# NOTE: the primitives the next parts of issue 10 give a batching rule (creation ops with no operand need none:
-# they are never batched). This set may only shrink: a primitive given a rule must leave it.
-EXPECTED_MISSING = {
-    "aot_call", "aot_lin", "checkpoint", "checkpoint_name", "compiled_call",
-    "custom_jvp_call", "custom_lin", "custom_vjp_call",
-    "random_bernoulli", "random_fold_in", "random_normal", "random_randint", "random_split", "random_uniform",
-}
 NO_OPERANDS = {"arange", "eye", "full", "linspace", "random_seed"}  # creation ops: never batched
 
 
-def test_primitives_without_a_batching_rule_are_the_expected_ones():
+def test_every_primitive_has_a_batching_rule():
+    """Every functional primitive with operands has a batching rule (a collective, its rule of the named axis);
+    creation ops with no operand need none: they are never batched."""
     missing = {p.name for p in all_primitives()
                if p.kind is not Kind.MUTATION and p not in batching_rules and p not in collective_rules}
-    assert missing - NO_OPERANDS == EXPECTED_MISSING
+    assert missing - NO_OPERANDS == set()
 
 
 def test_a_new_elementwise_primitive_gets_a_batching_rule_with_no_registration(monkeypatch):

@@ -33,6 +33,7 @@ from aotjax.tensor import Tensor
 
 __all__ = ["not_mapped", "BatchRule", "batching_rules", "collective_rules", "BatchAxis", "BatchTracer", "BatchTrace",
            "batch_flat", "batch_flat_dims", "batch_jaxpr", "current_axis", "find_axis", "example_index",
+           "vmap_running",
            "moveaxis", "matchaxis", "broadcast", "bdim_at_front", "defvectorized",
            "defbroadcasting", "defreducer", "defaxis", "shift_axis", "aligned"]
 
@@ -94,6 +95,12 @@ def find_axis(name, what: str):
             return main
     raise NameError(f"{what}: unbound axis name {name!r}: no enclosing vmap has axis_name={name!r}{where()}; pass "
                     f"axis_name={name!r} to the vmap whose examples {what} combines")
+
+
+def vmap_running() -> bool:
+    """Whether a `vmap` is running in this thread (a batching level is on the interpreter stack)."""
+    from aotjax.core.interpreter import _state  # NOTE: the live stack of this thread
+    return any(main.trace_type is BatchTrace for main in _state.stack)
 
 
 class BatchTracer(Tracer, Tensor):

@@ -30,7 +30,7 @@ from aotjax.ops.indexing import check_index_p
 from aotjax.tensor import Tensor
 
 __all__ = ["to_jax", "compile", "Compiled", "eval_jaxpr_jax", "check_lowerable", "flat_function", "avals_to_structs",
-           "has_checks", "CheckedProgram", "compile_checked"]
+           "has_checks", "CheckedProgram", "compile_checked", "xla_compiler"]
 
 
 # -- checking ----------------------------------------------------------------------------------
@@ -299,3 +299,14 @@ def compile_checked(closed: ClosedJaxpr, example_avals: Sequence) -> Callable:
     replace which inputs, a failed call could not give a donated input back."""
     program = CheckedProgram(flat_function(closed))
     return _CheckedExecutable(program, jax.jit(program.function).lower(*avals_to_structs(example_avals)).compile())
+
+
+def xla_compiler(jaxpr: ClosedJaxpr, example_avals: Sequence) -> Callable:
+    """The default compiler of `aot`'s programs and of calls of compiled programs: lower `jaxpr` through XLA
+    (`jax.jit(...).lower(...).compile()`); inputs listed in `jaxpr.meta.donate` are donated. Returns a callable
+    on flat arrays. A program with run-time checks (`aot(f, checks=True)`) raises its first failed check, and
+    donates nothing."""
+    if has_checks(jaxpr):
+        return compile_checked(jaxpr, example_avals)
+    return jax.jit(flat_function(jaxpr), donate_argnums=jaxpr.meta.donate).lower(
+        *avals_to_structs(example_avals)).compile()

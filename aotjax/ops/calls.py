@@ -9,11 +9,19 @@
   residuals and the input tangents; `aot_lin`'s transpose runs the compiled **backward** program.
   So under `grad`/`vjp`, the forward executes when the primal is computed and the backward when the
   cotangents are: the function is never traced again.
+
+Under `vmap`, each is one call of batched programs (`batch_jaxpr` of the program, compiled by the program's
+compiler on first use and cached per program, batched operands and axis, so a second call reuses it): the
+inference, forward and backward programs of an aot function are batched consistently (the backward's
+residuals batched as the forward returns them), and a cotangent of an input that is the same for every
+example is the sum of the examples' cotangents. A batched program donates nothing: its inputs are values
+the batching level still holds.
 """
 from __future__ import annotations
 
 import functools
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 import jax.numpy as jnp
@@ -25,7 +33,9 @@ from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.ir import ClosedJaxpr
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import where
+from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, instantiate
+from aotjax.interpreters.batching import BatchAxis, batch_jaxpr, batching_rules, current_axis, moveaxis, not_mapped
 from aotjax.interpreters.jvp import jvp_flat, jvp_rules
 from aotjax.interpreters.lowering import eval_jaxpr_jax, register_lowering
 from aotjax.interpreters.trace import trace_flat
@@ -111,6 +121,12 @@ class Program:
                                 f"{'; '.join(bad)}. Return one array per program output, with the shapes and "
                                 f"dtypes of `closed_jaxpr.out_avals`.")
 
+    def batched(self, jaxpr: ClosedJaxpr) -> "Program":
+        """`jaxpr` (this program batched), compiled by this program's compiler."""
+        return Program(jaxpr.with_meta(name=self.jaxpr.meta.name), self.compiler, self.name, function=self.function,
+                       compiler_name=self.compiler_name, check_calls=self.check_calls,
+                       output_names=self.output_names)
+
     def __repr__(self) -> str:
         return f"<{self.name} program, {len(self.jaxpr.eqns)} equations>"
 
@@ -185,6 +201,50 @@ register_lowering(compiled_call_p, lambda *args, program: eval_jaxpr_jax(program
                                                                        args))
 jvp_rules[compiled_call_p] = lambda primals, tangents, *, program: _inline_jvp(program.jaxpr, primals, tangents)
 transpose_rules[compiled_call_p] = lambda cts, *args, program: _inline_transpose(program.jaxpr, cts, args)
+
+
+def _at_front(vals: Sequence, bdims: Sequence) -> tuple[list, tuple[bool, ...]]:
+    """The operands with their batch axes at 0 (where a program's batched inputs take them), and which are batched."""
+    return ([v if d is not_mapped else moveaxis(v, d, 0) for v, d in zip(vals, bdims)],
+            tuple(d is not not_mapped for d in bdims))
+
+
+def _out_dims(out_batched: Sequence[bool]) -> list:
+    return [0 if b else not_mapped for b in out_batched]
+
+
+@functools.lru_cache(maxsize=256)
+def _batched_program(program: Program, axis: BatchAxis, in_batched: tuple[bool, ...],
+                     instantiate: tuple[bool, ...] | bool = False) -> tuple[Program, tuple[bool, ...]]:
+    """`program` batched (its inputs marked `in_batched` at axis 0; outputs at 0 where they vary, or where
+    `instantiate` asks) and which outputs are batched."""
+    jaxpr, out_batched = batch_jaxpr(program.jaxpr, axis, in_batched, instantiate)
+    return program.batched(jaxpr), tuple(out_batched)
+
+
+@functools.lru_cache(maxsize=256)
+def _batched_backward(program: Program, axis: BatchAxis, in_batched: tuple[bool, ...],
+                      wanted: tuple[bool, ...]) -> Program:
+    """Backward `program` batched: its outputs, cotangents of inputs, batched at 0 where `wanted` (the input is
+    batched); where not, the examples' cotangents summed (the input is the same for every example)."""
+    batched, out_batched = batch_jaxpr(program.jaxpr, axis, in_batched, instantiate=wanted)
+    if not any(b and not w for b, w in zip(out_batched, wanted)):
+        return program.batched(batched)
+
+    def summed(*args):
+        outs = eval_jaxpr(batched, *args)
+        return [hooks.reduce_sum(o, (0,)) if b and not w else o for o, b, w in zip(outs, out_batched, wanted)]
+
+    return program.batched(trace_flat(summed, list(batched.in_avals)))
+
+
+def _compiled_call_batch(axis_size, vals, bdims, *, program):
+    vals, in_batched = _at_front(vals, bdims)
+    batched, out_batched = _batched_program(program, current_axis(), in_batched)
+    return compiled_call_p.bind(*vals, program=batched), _out_dims(out_batched)
+
+
+batching_rules[compiled_call_p] = _compiled_call_batch
 
 
 # -- aot_call and aot_lin -------------------------------------------------------------------------------
@@ -279,3 +339,89 @@ def _aot_lin_transpose(cts, *args, vjp):
 
 
 transpose_rules[aot_lin_p] = _aot_lin_transpose
+
+
+# -- aot_call and aot_lin under vmap ---------------------------------------------------------------------------
+def _batched_aval(aval: ShapedArray, size: int, batched: bool) -> ShapedArray:
+    return ShapedArray((size, *aval.shape), aval.dtype) if batched else aval
+
+
+@dataclass(eq=False)  # NOTE: a primitive's param: hashed, by identity
+class _BatchedVJP:
+    """An `AotVJP` batched: `backward` takes the residuals and cotangents batched at 0 as the batched `forward`
+    returns them (None in `aot_lin`'s batched form, which only transposes)."""
+
+    forward: Program | None
+    backward: Program
+    diff_in: Sequence[bool]
+    diff_out: Sequence[bool]
+    out_avals: Sequence[ShapedArray]
+    saved_inputs: Sequence[int | None]
+
+    @property
+    def n_residuals(self) -> int:
+        return len(self.saved_inputs)
+
+
+class _BatchedAotEntry:
+    """An `AotEntry` for operands batched at 0 where `in_batched`: its programs batched on first use, per set of
+    differentiated inputs; `out_batched` says which outputs are."""
+
+    def __init__(self, entry: AotEntry, axis: BatchAxis, in_batched: tuple[bool, ...]):
+        self.entry, self.axis, self.in_batched = entry, axis, in_batched
+        self.inference, self.out_batched = _batched_program(entry.inference, axis, in_batched)
+        self._vjps: dict = {}
+
+    def vjp(self, wanted: tuple[bool, ...] | None = None) -> _BatchedVJP:
+        v = self._vjps.get(wanted)
+        if v is None:
+            v = self._vjps.setdefault(wanted, self._batched_vjp(self.entry.vjp(wanted)))  # NOTE: threads: as `Jitted`
+        return v
+
+    def _batched_vjp(self, vjp: AotVJP) -> _BatchedVJP:
+        n_out = len(vjp.diff_out)
+        n_returned = len(vjp.forward.jaxpr.out_avals) - n_out
+        forward, fw_batched = _batched_program(vjp.forward, self.axis, self.in_batched,
+                                               self.out_batched + (False,) * n_returned)
+        if fw_batched[:n_out] != self.out_batched:
+            raise UnsupportedError(f"aot_call: under vmap, the forward program of `{vjp.forward.function}` has "
+                                   f"outputs that vary over the examples where the inference program's do not"
+                                   f"{where()}; vmap the function before aot (`aot(vmap(f))`) instead")
+        returned = iter(fw_batched[n_out:])
+        res_batched = tuple(self.in_batched[i] if i is not None else next(returned) for i in vjp.saved_inputs)
+        cts_batched = tuple(b for b, d in zip(self.out_batched, vjp.diff_out, strict=True) if d)
+        wanted = tuple(b for b, d in zip(self.in_batched, vjp.diff_in, strict=True) if d)
+        backward = _batched_backward(vjp.backward, self.axis, res_batched + cts_batched, wanted)
+        out_avals = [_batched_aval(a, self.axis.size, b) for a, b in zip(vjp.out_avals, self.out_batched)]
+        return _BatchedVJP(forward, backward, vjp.diff_in, vjp.diff_out, out_avals, vjp.saved_inputs)
+
+    def __repr__(self) -> str:
+        return f"<{self.entry!r} batched>"
+
+
+@functools.lru_cache(maxsize=256)
+def _batched_entry(entry: AotEntry, axis: BatchAxis, in_batched: tuple[bool, ...]) -> _BatchedAotEntry:
+    return _BatchedAotEntry(entry, axis, in_batched)
+
+
+def _aot_call_batch(axis_size, vals, bdims, *, entry):
+    vals, in_batched = _at_front(vals, bdims)
+    batched = _batched_entry(entry, current_axis(), in_batched)
+    return aot_call_p.bind(*vals, entry=batched), _out_dims(batched.out_batched)
+
+
+batching_rules[aot_call_p] = _aot_call_batch
+
+
+def _aot_lin_batch(axis_size, vals, bdims, *, vjp):
+    # NOTE: every output batched: a tangent may vary over the examples through the residuals alone.
+    vals, batched = _at_front(vals, bdims)
+    n_res, n_ct = vjp.n_residuals, sum(vjp.diff_out)
+    backward = _batched_backward(vjp.backward, current_axis(), batched[:n_res] + (True,) * n_ct, batched[n_res:])
+    out_avals = [_batched_aval(a, axis_size, True) for a in vjp.out_avals]
+    rule = _BatchedVJP(None, backward, vjp.diff_in, vjp.diff_out, out_avals, vjp.saved_inputs)
+    outs = aot_lin_p.bind(*vals, vjp=rule)
+    return outs, [0] * len(outs)
+
+
+batching_rules[aot_lin_p] = _aot_lin_batch

@@ -14,19 +14,40 @@ differs from an ordinary call:
 
 Closed-over values are explicit operands (so every interpreter sees them), but the rules cover only the
 arguments: differentiating with respect to a closed-over value is an error naming the function.
+
+Under `vmap`, a call binds once with `call` batched (`batch_jaxpr`) and the user's rules batched alongside:
+each batched rule runs the user's rule on one example under a batching level of its own (as `vmap` would),
+so differentiating the batched call uses the user's rule per example. Every output of a batched call is
+batched: a rule may make a tangent vary over the examples where the function's output does not, and the
+call's outputs and the rule's must have one shape.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.errors import ShapeError, UnsupportedError
+from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer, find_top_trace
+from aotjax.core.ir import ClosedJaxpr, Jaxpr
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops, largest_array_flops
 from aotjax.core.source_info import where
+from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, instantiate
+from aotjax.interpreters.batching import (
+    BatchAxis,
+    batch_flat_dims,
+    batch_jaxpr,
+    batching_rules,
+    broadcast,
+    current_axis,
+    moveaxis,
+    not_mapped,
+)
 from aotjax.interpreters.jvp import jvp_rules
 from aotjax.interpreters.lowering import eval_jaxpr_jax, register_lowering
+from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import is_undefined, transpose_rules
 
 __all__ = ["custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p", "CustomJvpRule", "CustomFwdRule",
@@ -196,3 +217,164 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, mask, out_avals, name):
 
 transpose_rules[custom_lin_p] = _custom_lin_transpose
 
+
+
+# -- batching -------------------------------------------------------------------------------------------
+def _at_front(vals: Sequence, bdims: Sequence) -> tuple[list, tuple[bool, ...]]:
+    """The operands with their batch axes at 0 (a call's program takes them there), and which are batched."""
+    return ([v if d is not_mapped else moveaxis(v, d, 0) for v, d in zip(vals, bdims)],
+            tuple(d is not not_mapped for d in bdims))
+
+
+def _dims(batched: Sequence[bool]) -> list:
+    return [0 if b else not_mapped for b in batched]
+
+
+def _batched_aval(aval: ShapedArray, size: int) -> ShapedArray:
+    return ShapedArray((size, *aval.shape), aval.dtype)
+
+
+def _per_example(fun, vals: list, batched: Sequence[bool], axis: BatchAxis) -> tuple[list, list[bool]]:
+    """`fun` (flat lists in and out) applied to each example of `vals` (batched at 0 where `batched`): its outputs,
+    at 0 where they are batched, and which are."""
+    out_batched: list[bool] = []
+
+    def batched_fun(*args):
+        outs, dims = batch_flat_dims(fun, list(args), _dims(batched), axis)
+        out_batched[:] = [d is not not_mapped for d in dims]
+        return [o if d is not_mapped else moveaxis(o, d, 0) for o, d in zip(outs, dims, strict=True)]
+
+    # NOTE: traced, then evaluated here. Run directly, the batching level would be pushed while the rule of a level
+    # below it runs, and would bind what it computes at the level under it on the stack, not at this rule's level.
+    closed = trace_flat(batched_fun, [get_aval(v) for v in vals])
+    return eval_jaxpr(closed, *vals), out_batched
+
+
+def _batched_call(call: ClosedJaxpr, axis: BatchAxis, in_batched: tuple[bool, ...]) -> tuple[ClosedJaxpr, list]:
+    """`call` batched, every output batched; the constants the batched program made hoisted into inputs (a call's
+    program has none), returned to be passed first."""
+    batched, _ = batch_jaxpr(call, axis, in_batched, instantiate=True)
+    j = batched.jaxpr
+    return ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.eqns, j.outvars), []), list(batched.consts)
+
+
+def _defcall_batching(prim: Primitive, rule_param: str, batched_rule: type) -> None:
+    """The batching rule of call `prim`: its program batched, and its user's rule (param `rule_param`) made
+    `batched_rule(rule, axis, in_batched)`, the rule on the batched operands."""
+    def rule(axis_size, vals, bdims, *, call, num_consts, name, **params):
+        vals, in_batched = _at_front(vals, bdims)
+        axis = current_axis()
+        batched, consts = _batched_call(call, axis, in_batched)
+        user_rule = batched_rule(params[rule_param], axis, in_batched[num_consts:])
+        outs = prim.bind(*consts, *vals, call=batched, num_consts=num_consts + len(consts), name=name,
+                         **{rule_param: user_rule})
+        return outs, [0] * len(outs)
+    batching_rules[prim] = rule
+
+
+@dataclass(frozen=True)
+class _BatchedJvp:
+    """The user's jvp rule (`CustomJvpRule`) on batched primals and tangents (at axis 0 where `in_batched`), run per
+    example; its outputs batched at 0."""
+
+    jvp: CustomJvpRule
+    axis: BatchAxis
+    in_batched: tuple[bool, ...]
+
+    def __call__(self, primals: list, tangents: list) -> tuple[list, list]:
+        n, counts = len(primals), []
+
+        def per_example(*args):
+            p_out, t_out = self.jvp(list(args[:n]), list(args[n:]))
+            counts[:] = [len(p_out)]
+            return [*p_out, *t_out]
+
+        outs, out_batched = _per_example(per_example, [*primals, *tangents], self.in_batched * 2, self.axis)
+        outs = [o if b else broadcast(o, self.axis.size, 0) for o, b in zip(outs, out_batched, strict=True)]
+        return outs[:counts[0]], outs[counts[0]:]
+
+    def __str__(self) -> str:
+        return str(self.jvp)
+
+
+_defcall_batching(custom_jvp_call_p, "jvp", _BatchedJvp)
+
+
+@dataclass(frozen=True)
+class _BatchedFwd:
+    """The user's `fwd` (`CustomFwdRule`) on batched primals (at axis 0 where `in_batched`), run per example: the
+    outputs batched at 0, the residuals at 0 or unbatched, and `bwd` batched to match."""
+
+    fwd: CustomFwdRule
+    axis: BatchAxis
+    in_batched: tuple[bool, ...]
+
+    def __call__(self, primals: list) -> tuple[list, list, CustomBwdRule]:
+        found = []
+
+        def per_example(*args):
+            outs, residuals, bwd = self.fwd(list(args))
+            found[:] = [len(outs), bwd]
+            return [*outs, *residuals]
+
+        vals, out_batched = _per_example(per_example, list(primals), self.in_batched, self.axis)
+        m, bwd = found
+        outs = [o if b else broadcast(o, self.axis.size, 0) for o, b in zip(vals[:m], out_batched)]
+        res_batched = tuple(out_batched[m:])
+        return outs, vals[m:], _BatchedBwd(bwd, self.axis, res_batched, (True,) * m, self.in_batched)
+
+    def __str__(self) -> str:
+        return str(self.fwd)
+
+
+@dataclass(frozen=True)
+class _BatchedBwd:
+    """The user's `bwd` (`CustomBwdRule`) on batched residuals and cotangents (at axis 0 where `res_batched` and
+    `cts_batched`), run per example. Each primal's cotangent is batched at 0 if the primal is (`in_batched`);
+    the cotangent of an unbatched primal, shared by the examples, is the sum of theirs."""
+
+    bwd: CustomBwdRule
+    axis: BatchAxis
+    res_batched: tuple[bool, ...]
+    cts_batched: tuple[bool, ...]
+    in_batched: tuple[bool, ...]
+
+    def __call__(self, residuals: list, cts: list) -> list:
+        n, zeros = len(residuals), []
+
+        def per_example(*args):
+            cts_in = self.bwd(list(args[:n]), list(args[n:]))
+            zeros[:] = [ct if isinstance(ct, Zero) else None for ct in cts_in]
+            return [ct for ct in cts_in if not isinstance(ct, Zero)]
+
+        vals, out_batched = _per_example(per_example, [*residuals, *cts], self.res_batched + self.cts_batched,
+                                         self.axis)
+        found = iter(zip(vals, out_batched, strict=True))
+        return [self._matched(*next(found), b) if z is None else Zero(_batched_aval(z.aval, self.axis.size) if b
+                                                                        else z.aval)
+                for z, b in zip(zeros, self.in_batched, strict=True)]
+
+    def _matched(self, ct, ct_batched: bool, batched: bool):
+        if ct_batched == batched:
+            return ct
+        return broadcast(ct, self.axis.size, 0) if batched else hooks.reduce_sum(ct, (0,))
+
+    def __str__(self) -> str:
+        return str(self.bwd)
+
+
+_defcall_batching(custom_vjp_call_p, "fwd", _BatchedFwd)
+
+
+def _custom_lin_batch(axis_size, vals, bdims, *, num_res, bwd, mask, out_avals, name):
+    vals, batched = _at_front(vals, bdims)
+    linear = iter(batched[num_res:])
+    in_batched = tuple(next(linear) if m else False for m in mask)
+    axis = current_axis()
+    rule = _BatchedBwd(bwd, axis, batched[:num_res], (True,) * len(out_avals), in_batched)
+    outs = custom_lin_p.bind(*vals, num_res=num_res, bwd=rule, mask=mask, name=name,
+                             out_avals=tuple(_batched_aval(a, axis_size) for a in out_avals))
+    return outs, [0] * len(outs)
+
+
+batching_rules[custom_lin_p] = _custom_lin_batch

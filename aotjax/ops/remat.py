@@ -22,7 +22,14 @@ from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce_jaxpr, dce_rules, prune_jaxpr
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops, output_size_flops
 from aotjax.interpreters.ad_util import Zero
-from aotjax.interpreters.batching import batching_rules
+from aotjax.interpreters.batching import (
+    batch_jaxpr,
+    batching_rules,
+    current_axis,
+    defvectorized,
+    moveaxis,
+    not_mapped,
+)
 from aotjax.interpreters.jvp import jvp_flat, jvp_rules
 from aotjax.interpreters.lowering import eval_jaxpr_jax, register_lowering
 from aotjax.interpreters.partial_eval import PartialVal, ResidualSource, partial_eval_flat, partial_eval_rules
@@ -52,6 +59,7 @@ name_p.layout_rule = preserve_layout  # NOTE: naming a value keeps its layout, s
 register_lowering(name_p, lambda x, *, name: x)
 jvp_rules[name_p] = lambda primals, tangents, *, name: ([name_p.bind(primals[0], name=name)], [tangents[0]])
 transpose_rules[name_p] = lambda ct, x, *, name: [ct]
+defvectorized(name_p)
 
 
 # -- checkpoint ----------------------------------------------------------------------------------------
@@ -192,6 +200,13 @@ def _checkpoint_transpose(cts, *args, jaxpr: ClosedJaxpr, policy, prevent_cse: b
     return [next(cts_in) if is_undefined(a) else None for a in args]
 
 
+def _checkpoint_batch(axis_size, vals, bdims, *, jaxpr: ClosedJaxpr, policy, prevent_cse: bool):
+    vals = [v if d is not_mapped else moveaxis(v, d, 0) for v, d in zip(vals, bdims)]
+    batched, out_batched = batch_jaxpr(jaxpr, current_axis(), [d is not not_mapped for d in bdims])
+    outs = checkpoint_p.bind(*vals, jaxpr=batched, policy=policy, prevent_cse=prevent_cse)
+    return outs, [0 if b else not_mapped for b in out_batched]
+
+
 def _checkpoint_dce(eqn: Eqn, used_outputs: list[bool]) -> Eqn:
     """A region computing only its used outputs, from the operands those read."""
     if all(used_outputs):
@@ -207,3 +222,4 @@ register_lowering(checkpoint_p, _checkpoint_lower)
 jvp_rules[checkpoint_p] = _checkpoint_jvp
 partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval
 transpose_rules[checkpoint_p] = _checkpoint_transpose
+batching_rules[checkpoint_p] = _checkpoint_batch

@@ -68,12 +68,11 @@ from aotjax.core.ir import ClosedJaxpr
 from aotjax.core.source_info import where
 from aotjax.interpreters.partial_eval import partitioning_loop_bodies
 from aotjax.interpreters.trace import trace_flat
-from aotjax.lowering.to_jax import avals_to_structs, compile_checked, flat_function, has_checks
+from aotjax.lowering.to_jax import avals_to_structs, flat_function, xla_compiler
 from aotjax.ops.calls import AotEntry, AotVJP, Program, aot_call_p
 from aotjax.partition import JointInfo, Partitioned, default_partition
 from aotjax.partition.loops import repartition_loop_bodies
 from aotjax.runtime import boundary, guards
-from aotjax.runtime.boundary import Slot
 from aotjax.transforms.aot_signature import (  # noqa: F401
     Descriptor,
     Residual,
@@ -85,22 +84,12 @@ from aotjax.transforms.aot_signature import (  # noqa: F401
     _user_outputs,
 )
 from aotjax.transforms.functionalize import Staged, stage_functionalized
-from aotjax.transforms.jit import Jitted, _Entry, _lowered_program
+from aotjax.transforms.jit import Jitted, _Entry, _lowered_program, bind_staged
 from aotjax.transforms.joint import compose_joint, linearize_program, transpose_program
 from aotjax.transforms.passes import run_pass
 
 
 # -- compilers -----------------------------------------------------------------------------------------
-def xla_compiler(jaxpr: ClosedJaxpr, example_avals: Sequence) -> Callable:
-    """The default compiler: lower `jaxpr` through XLA (`jax.jit(...).lower(...).compile()`); inputs
-    listed in `jaxpr.meta.donate` are donated. Returns a callable on flat arrays. A program with
-    run-time checks (`aot(f, checks=True)`) raises its first failed check, and donates nothing."""
-    if has_checks(jaxpr):
-        return compile_checked(jaxpr, example_avals)
-    return jax.jit(flat_function(jaxpr), donate_argnums=jaxpr.meta.donate).lower(
-        *avals_to_structs(example_avals)).compile()
-
-
 def _program(jaxpr: ClosedJaxpr, name: str, function: str, option: str, compiler: Callable,
              output_names: Callable[[], list[str]]) -> Program:
     """The `name` program (`forward`, `backward`, `inference`) of `function`, compiled on first use by
@@ -271,22 +260,6 @@ class Aot(Jitted):
         self.trace_count += 1
         return _aot_passes(self, args, kwargs)
 
-    def _entry(self, args, kwargs, key) -> _AotEntry:
-        entry = self._cache.get(key)
-        if entry is None:
-            entry = self._publish(key, self._stage(args, kwargs))
-        return entry
-
-    def _live_entry(self, args, kwargs, key, leaves) -> tuple[_AotEntry, list]:
-        """The entry for `key` and the call's flat inputs, captured tensors included (traced again if they no
-        longer fit: see `Staged.call_leaves`)."""
-        entry = self._entry(args, kwargs, key)
-        full = entry.staged.call_leaves(leaves)
-        if full is None:
-            entry = self._cache[key] = self._stage(args, kwargs)
-            full = entry.staged.call_leaves(leaves)
-        return entry, full
-
     def __call__(self, *args, **kwargs):
         leaves, in_tree, statics = self._split(args, kwargs)
         statics = guards.hashable_statics(statics) if statics else ()
@@ -297,12 +270,7 @@ class Aot(Jitted):
             return entry.plain.run(leaves, entry.plain.fn)
         key = (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled)
         entry, leaves = self._live_entry(args, kwargs, key, leaves)
-        meta = entry.staged.meta
-        bases = [_operand(b, g) for b, g in zip(boundary.entry_bases(meta.groups, leaves), meta.groups, strict=True)]
-        outs = aot_call_p.bind(*bases, entry=entry)
-        by_slot = dict(zip(meta.layout, outs, strict=True))
-        return boundary.apply(meta, leaves, [by_slot[(Slot.MUTATED, g)] for g in meta.mutated],
-                              [by_slot[(Slot.BASE, k)] for k in range(meta.n_bases)])
+        return bind_staged(entry.staged, leaves, functools.partial(aot_call_p.bind, entry=entry))
 
     def lower(self, *args, **kwargs) -> "AotLowered":
         """Trace, functionalize, build the joint and partition it for these arguments; nothing runs and
@@ -312,14 +280,6 @@ class Aot(Jitted):
 
 def _n(n: int, what: str) -> str:
     return f"{n} {what}{'' if n == 1 else 's'}"
-
-
-def _operand(base, group):
-    if isinstance(base, (bool, int, float, complex)):
-        import numpy as np
-
-        return np.asarray(base, dtype=group.base_aval().dtype)
-    return base
 
 
 def aot(fun: Callable, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None,

@@ -8,6 +8,10 @@ input's new base in the buffer of the old one, and the caller's storage takes it
 With `checks=True` the program is traced with its run-time index checks and lowered through
 `jax.experimental.checkify`; a failed check raises the op's own error after the call, before
 anything is written back (see `jit`).
+
+Under another transform a jitted function is inlined into what that transform traces, except under `vmap`:
+there it stays one compiled call (`compiled_call` of its program, staged per example), which the batching
+rule turns into one batched program, compiled once; so an eager `vmap(jit(f))` runs compiled code.
 """
 from __future__ import annotations
 
@@ -21,8 +25,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from aotjax.core.checks import config, emit_checks
+from aotjax.core.interpreter import Tracer
+from aotjax.interpreters.batching import vmap_running
 from aotjax.interpreters.eval import read
-from aotjax.lowering.to_jax import CheckedProgram, avals_to_structs, flat_function
+from aotjax.lowering.to_jax import CheckedProgram, avals_to_structs, flat_function, xla_compiler
+from aotjax.ops.calls import Program, compiled_call_p
 from aotjax.runtime import boundary, guards
 from aotjax.runtime.boundary import GroupKind, Slot
 from aotjax.tensor import Tensor
@@ -37,7 +44,7 @@ class _Entry:
     (jax compiles it on first call), which flat inputs it donates, where each output goes, and with
     `checks`, the `CheckedProgram` whose function was jitted (it returns the checkify error first)."""
 
-    __slots__ = ("staged", "fn", "donated", "readers", "base_pos", "mutated_pos", "checks")
+    __slots__ = ("staged", "fn", "donated", "readers", "base_pos", "mutated_pos", "checks", "_program")
 
     def __init__(self, staged: Staged, donate: bool, checks: bool = False):
         self.staged = staged
@@ -55,6 +62,16 @@ class _Entry:
         else:
             self.checks = None
         self.fn = jax.jit(fn, donate_argnums=self.donated)
+        self._program = None
+
+    @property
+    def program(self) -> Program:
+        """The pure program as a `compiled_call` runs it (compiled on first use; it donates nothing, as its inputs
+        are values its caller still holds)."""
+        if self._program is None:  # NOTE: threads: a race makes two, each whole
+            self._program = Program(self.staged.jaxpr, xla_compiler, "compiled",
+                                    function=self.staged.jaxpr.meta.name or "fn")
+        return self._program
 
     def run(self, leaves: list, fn, checked: bool = True) -> Any:
         """Call `fn` (the jitted function or an executable) on this call's arguments; replay. With
@@ -151,18 +168,31 @@ class Jitted:
         leaves, in_tree, statics = self._split(args, kwargs)
         signature = guards.call_key(leaves)
         if signature is None or guards.under_transform():
+            if vmap_running():
+                key = (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled)
+                entry, full = self._live_entry(args, kwargs, key, leaves)
+                if _self_contained(entry.staged):
+                    return bind_staged(entry.staged, full, functools.partial(compiled_call_p.bind,
+                                                                             program=entry.program))
+                self._cache.pop(key, None)  # NOTE: a program of this call only: not kept
             # NOTE: under another transform the body is inlined into it, functionalized (checked if asked to).
             with emit_checks(self.checks) if self.checks is not None else contextlib.nullcontext():
                 return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
         key = (in_tree, statics, signature, self.checks_enabled)
+        entry, full = self._live_entry(args, kwargs, key, leaves)
+        return entry.run(full, entry.fn)
+
+    def _live_entry(self, args, kwargs, key, leaves) -> tuple[Any, list]:
+        """The entry for `key` and the call's flat inputs, captured tensors included (traced again if they no
+        longer fit: a captured tensor changed shape or dtype, or is an argument now; see `Staged.call_leaves`)."""
         entry = self._cache.get(key)
         if entry is None:
             entry = self._publish(key, self._stage(args, kwargs))
         full = entry.staged.call_leaves(leaves)
-        if full is None:  # NOTE: a captured tensor changed shape or dtype, or is an argument now: trace again
+        if full is None:
             entry = self._cache[key] = self._stage(args, kwargs)
             full = entry.staged.call_leaves(leaves)
-        return entry.run(full, entry.fn)
+        return entry, full
 
     def _publish(self, key, entry):
         """Cache `entry`, fully built, for `key`; returns the cached entry.
@@ -194,6 +224,32 @@ class Jitted:
         options += f", checks={self.checks}" if self.checks is not None else ""
         n = len(self._cache)
         return f"{self.what}({fun_name(self.fun)}{options}): {n} program{'' if n == 1 else 's'} cached"
+
+
+def _self_contained(staged: Staged) -> bool:
+    """Whether `staged` can be one call under vmap: it reads no traced value from its closure (its program would
+    be this call's only) and writes no captured tensor (vmap's boundary decides about those). If not, it is
+    inlined."""
+    n_explicit = len(staged.meta.groups) - len(staged.implicit)
+    return (not any(isinstance(c, Tracer) for c in staged.jaxpr.consts)
+            and all(g < n_explicit for g in staged.meta.mutated))
+
+
+def bind_staged(staged: Staged, leaves: list, bind: Callable) -> Any:
+    """A call of `staged` under a transform, as one primitive: `bind(*bases)` binds it on the input groups' bases
+    (snapshots at entry) and returns the program's outputs, which are replayed onto the call's arguments `leaves`
+    (written inputs, outputs aliasing inputs)."""
+    meta = staged.meta
+    bases = [_operand(b, g) for b, g in zip(boundary.entry_bases(meta.groups, leaves), meta.groups, strict=True)]
+    by_slot = dict(zip(meta.layout, bind(*bases), strict=True))
+    return boundary.apply(meta, leaves, [by_slot[(Slot.MUTATED, g)] for g in meta.mutated],
+                          [by_slot[(Slot.BASE, k)] for k in range(meta.n_bases)])
+
+
+def _operand(base, group):
+    if isinstance(base, (bool, int, float, complex)):
+        return np.asarray(base, dtype=group.base_aval().dtype)
+    return base
 
 
 def _signature(closed) -> str:
