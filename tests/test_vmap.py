@@ -35,10 +35,6 @@ def _stacked(arrays: list[np.ndarray], axis):
     return T(arrays[0]) if axis is None else T(np.stack(arrays, axis=axis))
 
 
-def _missing_rule(e: NotImplementedError) -> bool:
-    return "batching rule for primitive" in str(e)
-
-
 @pytest.mark.parametrize("row", TABLE, ids=repr)
 def test_op_table_vmap_equals_loop(row: OpRecord):
     skip_without_x64(row)

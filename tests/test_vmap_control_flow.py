@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import aotjax
-from aotjax.interpreters.batching import batching_rules
-from aotjax.ops.indexing import check_index, check_index_p, index_p
+from aotjax.ops.indexing import check_index
 from tests.helpers import FLOAT, INT, by_mode
 
 T = aotjax.tensor
@@ -50,15 +49,6 @@ def _assert_vmap_is_the_loop(f, args: list[np.ndarray], in_axes: tuple, run=None
     for g, e in zip(got, expected):
         assert g.dtype == e.dtype and tuple(g.shape) == e.shape, (g.aval, e.dtype, e.shape)
         np.testing.assert_allclose(np.asarray(g), e, rtol=rtol, atol=atol)
-
-
-@pytest.fixture
-def check_index_batches(monkeypatch):
-    """`check_index` batched: it checks every example's index (the rule `aotjax.ops.indexing` gives it; until it has
-    one, the same rule stands in)."""
-    if check_index_p not in batching_rules:
-        monkeypatch.setitem(batching_rules, check_index_p,
-                            lambda size, vals, dims, **params: ([check_index_p.bind(vals[0], **params)], [dims[0]]))
 
 
 # -- scan ---------------------------------------------------------------------------------------------------------
@@ -188,7 +178,7 @@ def test_grad_through_a_branch_not_taken_is_zero_not_nan():
     np.testing.assert_allclose(float(np.asarray(got_w)), (np.sqrt(4.0 / 2) + np.sqrt(9.0 / 2)) / 2, rtol=RTOL)
 
 
-def test_a_check_in_a_branch_an_example_does_not_take_does_not_raise(check_index_batches):
+def test_a_check_in_a_branch_an_example_does_not_take_does_not_raise():
     def f(i):
         return L.cond(i < 4, lambda i: check_index("lookup", i, 4, 0, negative=False) * 10, lambda i: i * 0, i)
 
@@ -248,7 +238,7 @@ def test_jvp_of_vmap_of_a_while_loop_with_a_batched_predicate():
     np.testing.assert_allclose(np.asarray(tangent), loop, rtol=RTOL, atol=ATOL)
 
 
-def test_a_check_in_a_while_body_raises_only_for_an_example_still_looping(check_index_batches):
+def test_a_check_in_a_while_body_raises_only_for_an_example_still_looping():
     def f(step, offset):
         def body(c):
             i, acc = c
@@ -264,7 +254,6 @@ def test_a_check_in_a_while_body_raises_only_for_an_example_still_looping(check_
             run(steps, 1)
 
 
-@pytest.mark.skipif(index_p not in batching_rules, reason="indexing under vmap (aotjax.ops.indexing) not there yet")
 def test_indexing_in_a_while_body_past_an_examples_last_trip_does_not_raise():
     table = T(np.arange(5, dtype=FLOAT) * 10)
 

@@ -102,6 +102,12 @@ def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool 
         staged = run_pass("checkpoint: functionalize", stage_functionalized, fun, args, kwargs, static_argnums,
                           "checkpoint", show=attrgetter("jaxpr"))
         meta, closed = staged.meta, staged.jaxpr
+        n_explicit = len(meta.groups) - len(staged.implicit)
+        if any(gi >= n_explicit for gi in meta.mutated):
+            raise UnsupportedError(
+                f"checkpoint: the region writes a tensor it captured (a module's buffer, a random generator's state: "
+                f"`rand`, `dropout` without a key){where()}; this is not supported inside checkpoint yet: draw with "
+                f"an explicit key (`aotjax.random`, `dropout(x, p, key=...)`), which checkpoint replays exactly")
         if meta.mutated or meta.metadata:
             raise UnsupportedError(f"checkpoint: the region writes into its arguments in place{where()}; write "
                                    f"into a copy (`x.clone()`), or move the write out of the checkpointed function")
