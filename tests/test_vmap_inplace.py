@@ -12,6 +12,8 @@ import pytest
 import aotjax
 from tests.op_records import Family, OpRecord, as_np, records, sample
 
+pytestmark = pytest.mark.slow  # NOTE: an exhaustive sweep of the op table: once, in jax's default mode
+
 T = aotjax.tensor
 B = 3  # examples
 INPLACE = records(inplace=True)
