@@ -33,7 +33,7 @@ from aotjax.tensor import Tensor
 
 __all__ = ["not_mapped", "BatchRule", "batching_rules", "collective_rules", "BatchAxis", "BatchTracer", "BatchTrace",
            "batch_flat", "batch_flat_dims", "batch_jaxpr", "current_axis", "find_axis", "example_index",
-           "vmap_running",
+           "vmap_running", "at_front", "front_dims", "batched_aval",
            "moveaxis", "matchaxis", "broadcast", "bdim_at_front", "defvectorized",
            "defbroadcasting", "defreducer", "defaxis", "shift_axis", "aligned"]
 
@@ -99,8 +99,7 @@ def find_axis(name, what: str):
 
 def vmap_running() -> bool:
     """Whether a `vmap` is running in this thread (a batching level is on the interpreter stack)."""
-    from aotjax.core.interpreter import _state  # NOTE: the live stack of this thread
-    return any(main.trace_type is BatchTrace for main in _state.stack)
+    return any(main.trace_type is BatchTrace for main in stack_of_this_thread())
 
 
 class BatchTracer(Tracer, Tensor):
@@ -222,14 +221,29 @@ def batch_jaxpr(jaxpr, axis: int | BatchAxis, in_batched: Sequence[bool],
     out_batched: list[bool] = []
 
     def fun(*args):
-        outs, dims = batch_flat_dims(lambda *xs: eval_jaxpr(jaxpr, *xs), list(args),
-                                     [0 if b else not_mapped for b in in_batched], axis)
+        outs, dims = batch_flat_dims(lambda *xs: eval_jaxpr(jaxpr, *xs), list(args), front_dims(in_batched), axis)
         out_batched[:] = [d is not not_mapped or i for d, i in zip(dims, inst, strict=True)]
         return [matchaxis(d, 0, axis.size, o) if b else o for o, d, b in zip(outs, dims, out_batched)]
 
-    avals = [ShapedArray((axis.size, *a.shape), a.dtype) if b else a
-             for a, b in zip(jaxpr.in_avals, in_batched, strict=True)]
+    avals = [batched_aval(a, axis.size, b) for a, b in zip(jaxpr.in_avals, in_batched, strict=True)]
     return trace_flat(fun, avals), list(out_batched)
+
+
+def at_front(vals: Sequence, bdims: Sequence) -> tuple[list, tuple[bool, ...]]:
+    """The operands with their batch axes at 0 (where a sub-program's batched inputs take them: `batch_jaxpr`), and
+    which are batched."""
+    return ([v if d is not_mapped else moveaxis(v, d, 0) for v, d in zip(vals, bdims)],
+            tuple(d is not not_mapped for d in bdims))
+
+
+def front_dims(batched: Sequence[bool]) -> list:
+    """The batch axes of values batched at 0 where `batched` (a batched sub-program's outputs)."""
+    return [0 if b else not_mapped for b in batched]
+
+
+def batched_aval(aval: ShapedArray, size: int, batched: bool = True) -> ShapedArray:
+    """`aval` with a leading batch axis of `size` (where `batched`)."""
+    return ShapedArray((size, *aval.shape), aval.dtype) if batched else aval
 
 
 # -- utilities (they bind, so they work at any level) ----------------------------------------------

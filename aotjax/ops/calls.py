@@ -35,7 +35,15 @@ from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, instantiate
-from aotjax.interpreters.batching import BatchAxis, batch_jaxpr, batching_rules, current_axis, moveaxis, not_mapped
+from aotjax.interpreters.batching import (
+    BatchAxis,
+    at_front,
+    batch_jaxpr,
+    batched_aval,
+    batching_rules,
+    current_axis,
+    front_dims,
+)
 from aotjax.interpreters.jvp import jvp_flat, jvp_rules
 from aotjax.interpreters.lowering import eval_jaxpr_jax, register_lowering
 from aotjax.interpreters.trace import trace_flat
@@ -203,16 +211,6 @@ jvp_rules[compiled_call_p] = lambda primals, tangents, *, program: _inline_jvp(p
 transpose_rules[compiled_call_p] = lambda cts, *args, program: _inline_transpose(program.jaxpr, cts, args)
 
 
-def _at_front(vals: Sequence, bdims: Sequence) -> tuple[list, tuple[bool, ...]]:
-    """The operands with their batch axes at 0 (where a program's batched inputs take them), and which are batched."""
-    return ([v if d is not_mapped else moveaxis(v, d, 0) for v, d in zip(vals, bdims)],
-            tuple(d is not not_mapped for d in bdims))
-
-
-def _out_dims(out_batched: Sequence[bool]) -> list:
-    return [0 if b else not_mapped for b in out_batched]
-
-
 @functools.lru_cache(maxsize=256)
 def _batched_program(program: Program, axis: BatchAxis, in_batched: tuple[bool, ...],
                      instantiate: tuple[bool, ...] | bool = False) -> tuple[Program, tuple[bool, ...]]:
@@ -239,9 +237,9 @@ def _batched_backward(program: Program, axis: BatchAxis, in_batched: tuple[bool,
 
 
 def _compiled_call_batch(axis_size, vals, bdims, *, program):
-    vals, in_batched = _at_front(vals, bdims)
+    vals, in_batched = at_front(vals, bdims)
     batched, out_batched = _batched_program(program, current_axis(), in_batched)
-    return compiled_call_p.bind(*vals, program=batched), _out_dims(out_batched)
+    return compiled_call_p.bind(*vals, program=batched), front_dims(out_batched)
 
 
 batching_rules[compiled_call_p] = _compiled_call_batch
@@ -342,10 +340,6 @@ transpose_rules[aot_lin_p] = _aot_lin_transpose
 
 
 # -- aot_call and aot_lin under vmap ---------------------------------------------------------------------------
-def _batched_aval(aval: ShapedArray, size: int, batched: bool) -> ShapedArray:
-    return ShapedArray((size, *aval.shape), aval.dtype) if batched else aval
-
-
 @dataclass(eq=False)  # NOTE: a primitive's param: hashed, by identity
 class _BatchedVJP:
     """An `AotVJP` batched: `backward` takes the residuals and cotangents batched at 0 as the batched `forward`
@@ -392,7 +386,7 @@ class _BatchedAotEntry:
         cts_batched = tuple(b for b, d in zip(self.out_batched, vjp.diff_out, strict=True) if d)
         wanted = tuple(b for b, d in zip(self.in_batched, vjp.diff_in, strict=True) if d)
         backward = _batched_backward(vjp.backward, self.axis, res_batched + cts_batched, wanted)
-        out_avals = [_batched_aval(a, self.axis.size, b) for a, b in zip(vjp.out_avals, self.out_batched)]
+        out_avals = [batched_aval(a, self.axis.size, b) for a, b in zip(vjp.out_avals, self.out_batched)]
         return _BatchedVJP(forward, backward, vjp.diff_in, vjp.diff_out, out_avals, vjp.saved_inputs)
 
     def __repr__(self) -> str:
@@ -405,9 +399,9 @@ def _batched_entry(entry: AotEntry, axis: BatchAxis, in_batched: tuple[bool, ...
 
 
 def _aot_call_batch(axis_size, vals, bdims, *, entry):
-    vals, in_batched = _at_front(vals, bdims)
+    vals, in_batched = at_front(vals, bdims)
     batched = _batched_entry(entry, current_axis(), in_batched)
-    return aot_call_p.bind(*vals, entry=batched), _out_dims(batched.out_batched)
+    return aot_call_p.bind(*vals, entry=batched), front_dims(batched.out_batched)
 
 
 batching_rules[aot_call_p] = _aot_call_batch
@@ -415,10 +409,10 @@ batching_rules[aot_call_p] = _aot_call_batch
 
 def _aot_lin_batch(axis_size, vals, bdims, *, vjp):
     # NOTE: every output batched: a tangent may vary over the examples through the residuals alone.
-    vals, batched = _at_front(vals, bdims)
+    vals, batched = at_front(vals, bdims)
     n_res, n_ct = vjp.n_residuals, sum(vjp.diff_out)
     backward = _batched_backward(vjp.backward, current_axis(), batched[:n_res] + (True,) * n_ct, batched[n_res:])
-    out_avals = [_batched_aval(a, axis_size, True) for a in vjp.out_avals]
+    out_avals = [batched_aval(a, axis_size, True) for a in vjp.out_avals]
     rule = _BatchedVJP(None, backward, vjp.diff_in, vjp.diff_out, out_avals, vjp.saved_inputs)
     outs = aot_lin_p.bind(*vals, vjp=rule)
     return outs, [0] * len(outs)

@@ -37,11 +37,14 @@ from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, instantiate
 from aotjax.interpreters.batching import (
     BatchAxis,
+    at_front,
     batch_flat_dims,
     batch_jaxpr,
+    batched_aval,
     batching_rules,
     broadcast,
     current_axis,
+    front_dims,
     moveaxis,
     not_mapped,
 )
@@ -220,27 +223,13 @@ transpose_rules[custom_lin_p] = _custom_lin_transpose
 
 
 # -- batching -------------------------------------------------------------------------------------------
-def _at_front(vals: Sequence, bdims: Sequence) -> tuple[list, tuple[bool, ...]]:
-    """The operands with their batch axes at 0 (a call's program takes them there), and which are batched."""
-    return ([v if d is not_mapped else moveaxis(v, d, 0) for v, d in zip(vals, bdims)],
-            tuple(d is not not_mapped for d in bdims))
-
-
-def _dims(batched: Sequence[bool]) -> list:
-    return [0 if b else not_mapped for b in batched]
-
-
-def _batched_aval(aval: ShapedArray, size: int) -> ShapedArray:
-    return ShapedArray((size, *aval.shape), aval.dtype)
-
-
 def _per_example(fun, vals: list, batched: Sequence[bool], axis: BatchAxis) -> tuple[list, list[bool]]:
     """`fun` (flat lists in and out) applied to each example of `vals` (batched at 0 where `batched`): its outputs,
     at 0 where they are batched, and which are."""
     out_batched: list[bool] = []
 
     def batched_fun(*args):
-        outs, dims = batch_flat_dims(fun, list(args), _dims(batched), axis)
+        outs, dims = batch_flat_dims(fun, list(args), front_dims(batched), axis)
         out_batched[:] = [d is not not_mapped for d in dims]
         return [o if d is not_mapped else moveaxis(o, d, 0) for o, d in zip(outs, dims, strict=True)]
 
@@ -262,7 +251,7 @@ def _defcall_batching(prim: Primitive, rule_param: str, batched_rule: type) -> N
     """The batching rule of call `prim`: its program batched, and its user's rule (param `rule_param`) made
     `batched_rule(rule, axis, in_batched)`, the rule on the batched operands."""
     def rule(axis_size, vals, bdims, *, call, num_consts, name, **params):
-        vals, in_batched = _at_front(vals, bdims)
+        vals, in_batched = at_front(vals, bdims)
         axis = current_axis()
         batched, consts = _batched_call(call, axis, in_batched)
         user_rule = batched_rule(params[rule_param], axis, in_batched[num_consts:])
@@ -350,7 +339,7 @@ class _BatchedBwd:
         vals, out_batched = _per_example(per_example, [*residuals, *cts], self.res_batched + self.cts_batched,
                                          self.axis)
         found = iter(zip(vals, out_batched, strict=True))
-        return [self._matched(*next(found), b) if z is None else Zero(_batched_aval(z.aval, self.axis.size) if b
+        return [self._matched(*next(found), b) if z is None else Zero(batched_aval(z.aval, self.axis.size) if b
                                                                         else z.aval)
                 for z, b in zip(zeros, self.in_batched, strict=True)]
 
@@ -367,13 +356,13 @@ _defcall_batching(custom_vjp_call_p, "fwd", _BatchedFwd)
 
 
 def _custom_lin_batch(axis_size, vals, bdims, *, num_res, bwd, mask, out_avals, name):
-    vals, batched = _at_front(vals, bdims)
+    vals, batched = at_front(vals, bdims)
     linear = iter(batched[num_res:])
     in_batched = tuple(next(linear) if m else False for m in mask)
     axis = current_axis()
     rule = _BatchedBwd(bwd, axis, batched[:num_res], (True,) * len(out_avals), in_batched)
     outs = custom_lin_p.bind(*vals, num_res=num_res, bwd=rule, mask=mask, name=name,
-                             out_avals=tuple(_batched_aval(a, axis_size) for a in out_avals))
+                             out_avals=tuple(batched_aval(a, axis_size) for a in out_avals))
     return outs, [0] * len(outs)
 
 

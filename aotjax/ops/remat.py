@@ -23,12 +23,12 @@ from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce_jaxpr, dce_rules, p
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops, output_size_flops
 from aotjax.interpreters.ad_util import Zero
 from aotjax.interpreters.batching import (
+    at_front,
     batch_jaxpr,
     batching_rules,
     current_axis,
     defvectorized,
-    moveaxis,
-    not_mapped,
+    front_dims,
 )
 from aotjax.interpreters.jvp import jvp_flat, jvp_rules
 from aotjax.interpreters.lowering import eval_jaxpr_jax, register_lowering
@@ -201,10 +201,10 @@ def _checkpoint_transpose(cts, *args, jaxpr: ClosedJaxpr, policy, prevent_cse: b
 
 
 def _checkpoint_batch(axis_size, vals, bdims, *, jaxpr: ClosedJaxpr, policy, prevent_cse: bool):
-    vals = [v if d is not_mapped else moveaxis(v, d, 0) for v, d in zip(vals, bdims)]
-    batched, out_batched = batch_jaxpr(jaxpr, current_axis(), [d is not not_mapped for d in bdims])
+    vals, in_batched = at_front(vals, bdims)
+    batched, out_batched = batch_jaxpr(jaxpr, current_axis(), in_batched)
     outs = checkpoint_p.bind(*vals, jaxpr=batched, policy=policy, prevent_cse=prevent_cse)
-    return outs, [0 if b else not_mapped for b in out_batched]
+    return outs, front_dims(out_batched)
 
 
 def _checkpoint_dce(eqn: Eqn, used_outputs: list[bool]) -> Eqn:

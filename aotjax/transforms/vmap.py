@@ -104,8 +104,7 @@ def _call_batch(f: Callable, args: tuple, leaves: list, paths: list[str], axes: 
     _write_back(call, leaves, paths, outs[n_main:n_main + n_new], dims[n_main:n_main + n_new], group_dims, size)
     values, value_dims = outs[:n_main], dims[:n_main]
     out_tree = call.main_tree
-    out_paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(
-        jax.tree_util.tree_unflatten(out_tree, [0] * n_main))[0]]
+    out_paths = _paths(out_tree)
     want = _flat_out_axes(out_axes, out_tree, out_paths)
     result = [_stack_output(v, d, w, size, p) for v, d, w, p in zip(values, value_dims, want, out_paths, strict=True)]
     for k, spec in enumerate(call.meta.outputs[:n_main]):
@@ -151,12 +150,16 @@ def _alias_output(call: PureCall, spec, leaves: list, group_dims: list, axis: Ba
     return out
 
 
+def _paths(tree) -> list[str]:
+    """The pytree paths (`[0]['w']`) of the leaves of `tree`, a treedef."""
+    return [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(
+        jax.tree_util.tree_unflatten(tree, [0] * tree.num_leaves))[0]]
+
+
 def _pure_tensors(call: PureCall, *bases) -> list:
     """`call.pure`, refusing outputs that are not tensors (the batching interpreter would make them tensors)."""
     flat = call.pure(*bases)
-    out_paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(
-        jax.tree_util.tree_unflatten(call.main_tree, [0] * call.n_main))[0]]
-    for value, path in zip(flat[:call.n_main], out_paths, strict=True):
+    for value, path in zip(flat[:call.n_main], _paths(call.main_tree), strict=True):
         if not isinstance(value, Tensor):
             raise TypeError(f"vmap: output {path or '(the result)'} is a {type(value).__name__}, not a tensor"
                             f"{where()}; a vmapped function must return tensors (pytrees of them)")
@@ -286,9 +289,6 @@ def _broadcast_prefix(prefix: Any, tree: Any, what: str, of: str) -> list:
 
 
 def _stack_output(value, d, want, size: int, path: str):
-    if not isinstance(value, Tensor):
-        raise TypeError(f"vmap: output {path or '(the result)'} is a {type(value).__name__}, not a tensor{where()}; "
-                        f"a vmapped function must return tensors (pytrees of them)")
     if want is None:
         if d is not not_mapped:
             raise ValueError(f"vmap: output {path or '(the result)'} varies over the examples but its out axis is "

@@ -55,6 +55,7 @@ from aotjax.interpreters.batching import (
     batching_rules,
     bdim_at_front,
     current_axis,
+    front_dims,
     moveaxis,
     not_mapped,
 )
@@ -303,7 +304,7 @@ def _cond_batch(axis_size, vals, bdims, *, branches: tuple):
         out_b = [any(flags) for flags in zip(*(f for _, f in first))]
         batched = tuple(j if f == out_b else batch_jaxpr(b, axis, in_b, instantiate=out_b)[0]
                         for b, (j, f) in zip(branches, first))
-        return cond_p.bind(index, *ops, branches=batched), [0 if b else not_mapped for b in out_b]
+        return cond_p.bind(index, *ops, branches=batched), front_dims(out_b)
     index = moveaxis(index, index_d, 0)
     ops = [bdim_at_front(x, d, axis_size) for x, d in zip(ops, op_dims)]
     run = _guarded_branch if any(uses_primitive(b, check_index_p) for b in branches) else _masked_branch

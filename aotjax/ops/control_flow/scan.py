@@ -39,7 +39,15 @@ from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, prune_j
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
 from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate
-from aotjax.interpreters.batching import batch_jaxpr, batching_rules, current_axis, matchaxis, moveaxis, not_mapped
+from aotjax.interpreters.batching import (
+    batch_jaxpr,
+    batching_rules,
+    current_axis,
+    front_dims,
+    matchaxis,
+    moveaxis,
+    not_mapped,
+)
 from aotjax.interpreters.jvp import jvp_jaxpr, jvp_rules
 from aotjax.interpreters.lowering import eval_sub_jaxpr, register_lowering
 from aotjax.interpreters.partial_eval import (
@@ -380,7 +388,7 @@ def _scan_batch(axis_size, vals, bdims, *, jaxpr: ClosedJaxpr, num_consts: int, 
     xs = [x if d is not_mapped else moveaxis(x, d, 1) for x, d in zip(xs, xs_d)]
     outs = scan_p.bind(*consts, *init, *xs, jaxpr=body, num_consts=num_consts, num_carry=num_carry, length=length,
                        reverse=reverse, unroll=unroll)
-    return outs, [0 if b else not_mapped for b in carry_b] + [1 if b else not_mapped for b in out_b[num_carry:]]
+    return outs, front_dims(carry_b) + [1 if b else not_mapped for b in out_b[num_carry:]]
 
 
 scan_p.describe_output = _scan_describe_output

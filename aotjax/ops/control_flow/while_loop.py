@@ -44,7 +44,15 @@ from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, used_in
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
 from aotjax.interpreters.ad_util import Zero, instantiate
-from aotjax.interpreters.batching import batch_jaxpr, batching_rules, current_axis, matchaxis, moveaxis, not_mapped
+from aotjax.interpreters.batching import (
+    batch_jaxpr,
+    batching_rules,
+    current_axis,
+    front_dims,
+    matchaxis,
+    moveaxis,
+    not_mapped,
+)
 from aotjax.interpreters.jvp import jvp_jaxpr, jvp_rules
 from aotjax.interpreters.lowering import eval_jaxpr_jax, eval_sub_jaxpr, register_lowering
 from aotjax.interpreters.partial_eval import ResidualSource, partial_eval_jaxpr, partial_eval_rules
@@ -301,7 +309,7 @@ def _while_batch(axis_size, vals, bdims, *, cond_jaxpr: ClosedJaxpr, body_jaxpr:
     else:
         outs = while_p.bind(*cond_consts, *body_consts, *init, cond_jaxpr=cond, body_jaxpr=body,
                             cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
-    return outs, [0 if b else not_mapped for b in carry_b]
+    return outs, front_dims(carry_b)
 
 
 def _while_per_example(cond: ClosedJaxpr, body: ClosedJaxpr, cond_consts, body_consts, init, body_const_b):
