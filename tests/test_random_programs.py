@@ -636,7 +636,7 @@ _CAPTURED_WRITE_REFUSED = (r"^\w+: in-place write to a tensor captured from outs
                            r"argument \(its mutation is then applied to the caller's tensor\), or write into a copy")
 
 
-@fuzz_settings(20)
+@fuzz_settings(15)
 @given(steps=rich_steps(0, 6), write=st.sampled_from(sorted(RICH_WRITES)), i=st.integers(0, 7), j=st.integers(0, 7),
        aliasing=st.sampled_from(UNCAPTURED_ALIASINGS), static_values=statics)
 def test_writes_into_captured_tensors_are_live_state_or_refused(steps, write, i, j, aliasing, static_values):

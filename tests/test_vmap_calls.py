@@ -11,6 +11,8 @@ import pytest
 import aotjax
 from tests.helpers import FLOAT
 
+pytestmark = pytest.mark.slow  # NOTE: end-to-end sweeps: once, in jax's default mode (CI time)
+
 T = aotjax.tensor
 R = aotjax.random
 B = 4

@@ -13,6 +13,8 @@ import aotjax
 from aotjax.ops.indexing import check_index
 from tests.helpers import FLOAT, INT, by_mode
 
+pytestmark = pytest.mark.slow  # NOTE: end-to-end sweeps: once, in jax's default mode (CI time)
+
 T = aotjax.tensor
 L = aotjax.lax
 B = 3  # examples

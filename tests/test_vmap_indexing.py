@@ -17,6 +17,8 @@ from aotjax.core.errors import UnsupportedError
 from tests.helpers import FLOAT, INT
 from tests.op_records import as_np, flat
 
+pytestmark = pytest.mark.slow  # NOTE: end-to-end sweeps: once, in jax's default mode (CI time)
+
 T = aotjax.tensor
 B = 3  # examples
 

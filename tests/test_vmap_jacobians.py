@@ -11,6 +11,8 @@ import aotjax
 from tests.helpers import FLOAT
 from tests.op_records import as_np
 
+pytestmark = pytest.mark.slow  # NOTE: end-to-end sweeps: once, in jax's default mode (CI time)
+
 T = aotjax.tensor
 X = np.random.default_rng(0).normal(size=(3, 4)).astype(FLOAT)
 W = np.random.default_rng(1).normal(size=(4, 4)).astype(FLOAT)
