@@ -28,6 +28,8 @@ LAYERS = {
     "aotjax.transforms": 4,
     "aotjax.partition": 4,
     "aotjax.nn": 5,
+    "aotjax.optim": 5,
+    "aotjax.func": 5,
     "aotjax.cli": 5,
     "aotjax.__main__": 5,
     "aotjax": 5,  # the package itself: its public API
