@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from aotjax.core.errors import AotjaxError, ConcretizationError
-from aotjax.core.primitive import Primitive
+from aotjax.core.primitive import Kind, Primitive
 from aotjax.core.source_info import where
 
 
@@ -39,7 +39,12 @@ class MainTrace:
 
 
 class Trace:
-    """An interpreter. Subclasses implement `pure`, `lift` and `process_primitive`."""
+    """An interpreter. Subclasses implement `pure`, `lift` and `process_primitive`. `enables_grad`: the
+    function it runs starts with differentiation enabled whatever the caller's `no_grad` (a staging trace,
+    whose program is cached and reused where grad is on; a JVP trace, as `torch.func.grad` ignores an outer
+    `torch.no_grad`)."""
+
+    enables_grad = False
 
     def __init__(self, main: MainTrace):
         self.main = main
@@ -106,6 +111,7 @@ class _ThreadState(threading.local):
     def __init__(self):
         self.stack: list[MainTrace] = []
         self.dynamic: MainTrace | None = None
+        self.grad_enabled = True  # False inside `aotjax.no_grad()`: traced results get a zero derivative
         if _eval_trace_type is not None:
             self.dynamic = MainTrace(0, _eval_trace_type, None)
             self.stack.append(self.dynamic)
@@ -131,9 +137,13 @@ def new_main(trace_type: type, global_data: Any = None, dynamic: bool = False):
     prev_dynamic = main.dynamic_below = state.dynamic
     if dynamic:
         state.dynamic = main
+    prev_grad = state.grad_enabled
+    if trace_type.enables_grad:
+        state.grad_enabled = True
     try:
         yield main
     finally:
+        state.grad_enabled = prev_grad
         state.dynamic = prev_dynamic
         state.stack.pop()
         main.active = False
@@ -208,11 +218,57 @@ def bind(prim: Primitive, *args, **params):
             raise _unhashable_param(prim, params) from None
     trace = find_top_trace(args)
     tracers = [full_raise(trace, a) for a in args] if trace.main.level else args
-    outs = trace.process_primitive(prim, tracers, params)
+    if trace.main.level and not _state.grad_enabled:
+        outs = _bind_without_grad(trace, prim, tracers, params)
+    else:
+        outs = trace.process_primitive(prim, tracers, params)
     return outs if prim.multiple_results else outs[0]
 
 
 Primitive.bind = bind  # `prim.bind(*args)` is `bind(prim, *args)`, with no extra call on the hot path
+
+
+# -- grad mode: `aotjax.no_grad()` -------------------------------------------------------------------
+_cut_derivatives: list = [None]  # (prim, outs) -> outs with a zero derivative; set by `aotjax.ops.views`
+
+
+def register_no_grad(cut_derivatives) -> None:
+    """Install `cut_derivatives(prim, outs)`, which gives the results of `prim` a zero derivative (a view's
+    result stays a view): while grad is disabled, `bind` applies it to the results of every traced op."""
+    _cut_derivatives[0] = cut_derivatives
+
+
+def grad_enabled() -> bool:
+    """Whether values computed now may be differentiated (False inside `aotjax.no_grad()`)."""
+    return _state.grad_enabled
+
+
+def set_grad_enabled(enabled: bool) -> bool:
+    """Enable or disable differentiation of the values computed from now on, in this thread; returns the
+    previous setting."""
+    state = _state
+    prev, state.grad_enabled = state.grad_enabled, bool(enabled)
+    return prev
+
+
+@contextmanager
+def grad_mode(enabled: bool):
+    """Enable or disable differentiation of the values computed inside, in this thread."""
+    prev = set_grad_enabled(enabled)
+    try:
+        yield
+    finally:
+        _state.grad_enabled = prev
+
+
+def _bind_without_grad(trace: Trace, prim: Primitive, tracers, params) -> list:
+    """`prim` bound while grad is disabled: its results get a zero derivative. A mutation's result is the
+    written tensor itself (kept), so the ops computing the value it writes are cut instead (grad stays
+    disabled for them); any other primitive runs with grad enabled inside and its results are cut once, here."""
+    if prim.kind is Kind.MUTATION:
+        return trace.process_primitive(prim, tracers, params)
+    with grad_mode(True):
+        return _cut_derivatives[0](prim, trace.process_primitive(prim, tracers, params))
 
 
 def _unhashable_param(prim: Primitive, params: dict) -> TypeError:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from aotjax.core import views
 from aotjax.core.avals import get_aval
 from aotjax.core.errors import AliasingError, UnsupportedError
-from aotjax.core.interpreter import Trace, Tracer, below, bind
+from aotjax.core.interpreter import Trace, Tracer, below, bind, grad_mode
 from aotjax.core.primitive import Kind, abstract_eval
 from aotjax.core.source_info import where
 from aotjax.interpreters import hooks
@@ -151,16 +151,19 @@ class FunctionalizeTrace(Trace):
         written = [tracers[i] for i in prim.mutates]
         for t in written:
             _check_mutable(prim, t)
-        # NOTE: a written view is read once; its intermediates serve the write back through the chain.
-        chain_vals = {id(t): views.chain_values(bind, t._storage.base, t._chain) for t in written if t._chain}
-        operands = [chain_vals[id(t)][-1] if id(t) in chain_vals else _read(t) for t in tracers]
+        # NOTE: a written view is read once; its intermediates serve the write back through the chain. Under
+        # `no_grad` only the value written has no derivative: reading and writing back keep the rest of the base's.
+        with grad_mode(True):
+            chain_vals = {id(t): views.chain_values(bind, t._storage.base, t._chain) for t in written if t._chain}
+            operands = [chain_vals[id(t)][-1] if id(t) in chain_vals else _read(t) for t in tracers]
         new = prim.functional.bind(*operands, **params)
         for t, v in zip(written, new if len(written) > 1 else [new], strict=True):
             if v.dtype != t.dtype:  # NOTE: in-place ops cast their result to the written tensor's dtype
                 v = hooks.convert(v, t.dtype)
             if self.check_write is not None:
                 self.check_write(prim, t, v)
-            write(t, v, chain_vals.get(id(t)))
+            with grad_mode(True):
+                write(t, v, chain_vals.get(id(t)))
         return written
 
 

@@ -60,6 +60,8 @@ class JVPTracer(Tracer, Tensor):
 
 
 class JVPTrace(Trace):
+    enables_grad = True  # NOTE: `grad` inside `no_grad` still differentiates (torch.func.grad does)
+
     def pure(self, val):
         if isinstance(val, PYTHON_SCALARS):
             val = scalar_literal(val)

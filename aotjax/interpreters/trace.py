@@ -68,6 +68,8 @@ class JaxprBuilder:
 
 
 class JaxprTrace(Trace):
+    enables_grad = True  # NOTE: a traced program is cached; under `no_grad` the call of it is cut, not its inside
+
     @property
     def builder(self) -> JaxprBuilder:
         return self.main.global_data

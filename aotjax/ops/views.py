@@ -14,6 +14,7 @@ from jax import lax
 
 from aotjax.core.avals import get_aval
 from aotjax.core.errors import AliasingError, ShapeError, UnsupportedError
+from aotjax.core.interpreter import Tracer, register_no_grad
 from aotjax.core.primitive import Kind, Primitive, Recompute, abstract_eval, output_size_flops
 from aotjax.core.source_info import where
 from aotjax.interpreters import hooks
@@ -22,8 +23,9 @@ from aotjax.interpreters.batching import batching_rules, bdim_at_front, shift_ax
 from aotjax.interpreters.batching import moveaxis as move_batch_axis
 from aotjax.interpreters.jvp import defjvp_zero, deflinear
 from aotjax.interpreters.transpose import deflinear_transpose, defview_transpose
-from aotjax.ops._combinators import standard_primitive
+from aotjax.ops._combinators import elementwise, standard_primitive
 from aotjax.ops._frontend import as_tensor, bind_inplace, canonical_dim, canonical_dims, convert, normalize_shape
+from aotjax.ops.promotion import category
 from aotjax.tensor import contiguous_strides, method
 
 __all__ = ["select", "permute", "transpose", "t", "t_", "unbind", "view", "view_as", "reshape", "reshape_as",
@@ -684,6 +686,18 @@ def _identity_view(name: str) -> Primitive:
 detach_p = _identity_view("detach")
 defjvp_zero(detach_p)  # NOTE: detach is stop_gradient: no tangent flows through it
 deflinear_transpose(detach_p, lambda ct, x: Zero(x.aval))
+stop_gradient_p = elementwise("stop_gradient", lax.stop_gradient)  # NOTE: `detach` of a result that is no view
+defjvp_zero(stop_gradient_p)
+
+
+def _cut_derivatives(prim: Primitive, outs: list) -> list:
+    """The results of `prim`, bound under `aotjax.no_grad()`, with a zero derivative: a view's result detached
+    (still a view of its base), any other floating-point result passed through `stop_gradient`."""
+    cut = detach_p if prim.kind is Kind.VIEW else stop_gradient_p
+    return [cut.bind(o) if isinstance(o, Tracer) and category(o.dtype) >= 2 else o for o in outs]
+
+
+register_no_grad(_cut_derivatives)
 alias_p = _identity_view("alias")
 deflinear(alias_p)
 defview_transpose(alias_p)

@@ -5,6 +5,7 @@ from aotjax.transforms.checkpoint import checkpoint, checkpoint_name, checkpoint
 from aotjax.transforms.custom_derivatives import custom_jvp, custom_vjp
 from aotjax.transforms.forward_backward import forward_backward, print_saved_residuals, saved_residuals
 from aotjax.transforms.functionalize import functionalize
+from aotjax.transforms.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from aotjax.transforms.jit import jit
 from aotjax.transforms.make_jaxpr import make_jaxpr
 from aotjax.transforms.vmap import vmap
