@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import aotjax
-from aotjax.core.errors import UnsupportedError
 from tests.op_records import as_np
 
 
@@ -60,13 +59,12 @@ def test_each_scan_iteration_draws_anew():
     assert len({tuple(r) for r in as_np(ys).tolist()}) == 4
 
 
-def test_dropout_under_grad_uses_the_eager_mask_and_checkpoint_asks_for_a_key():
+def test_dropout_under_grad_uses_the_eager_mask_and_checkpoint_replays_it():
     x = aotjax.ones(64)
     aotjax.manual_seed(5)
     eager = as_np(aotjax.dropout(x, 0.5)) * 0.5  # the mask the first draw after seeding makes
-    with pytest.raises(UnsupportedError, match=r"checkpoint: the region writes a tensor it captured .*explicit key"):
-        aotjax.grad(lambda v: aotjax.checkpoint(lambda w: aotjax.dropout(w, 0.5))(v).sum())(x)
-    for transform in (lambda f: f, aotjax.jit, aotjax.aot):
+    for transform in (lambda f: f, aotjax.jit, aotjax.aot, aotjax.checkpoint,
+                      lambda f: aotjax.checkpoint(f, policy=aotjax.checkpoint_policies.everything_saveable)):
         aotjax.manual_seed(5)
         g = aotjax.grad(lambda v, t=transform: t(lambda w: aotjax.dropout(w, 0.5) * 1.0)(v).sum())(x)
         np.testing.assert_array_equal(as_np(g) * 0.5, eager)

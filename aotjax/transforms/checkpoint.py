@@ -16,8 +16,6 @@ import functools
 from operator import attrgetter
 from typing import Callable
 
-from aotjax.core.errors import UnsupportedError
-from aotjax.core.source_info import where
 from aotjax.ops.remat import checkpoint_p, name_p
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import Slot
@@ -102,21 +100,16 @@ def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool 
         staged = run_pass("checkpoint: functionalize", stage_functionalized, fun, args, kwargs, static_argnums,
                           "checkpoint", show=attrgetter("jaxpr"))
         meta, closed = staged.meta, staged.jaxpr
-        n_explicit = len(meta.groups) - len(staged.implicit)
-        if any(gi >= n_explicit for gi in meta.mutated):
-            raise UnsupportedError(
-                f"checkpoint: the region writes a tensor it captured (a module's buffer, a random generator's state: "
-                f"`rand`, `dropout` without a key){where()}; this is not supported inside checkpoint yet: draw with "
-                f"an explicit key (`aotjax.random`, `dropout(x, p, key=...)`), which checkpoint replays exactly")
-        if meta.mutated or meta.metadata:
-            raise UnsupportedError(f"checkpoint: the region writes into its arguments in place{where()}; write "
-                                   f"into a copy (`x.clone()`), or move the write out of the checkpointed function")
         leaves = staged.leaves
         consts, jaxpr = _closure_convert(closed)
         bases = [boundary.group_base(g, leaves) for g in meta.groups]
         outs = checkpoint_p.bind(*consts, *bases, jaxpr=jaxpr, policy=policy, prevent_cse=prevent_cse)
         by_kind = dict(zip(meta.layout, outs, strict=True))
-        return boundary.apply(meta, leaves, [], [by_kind[(Slot.BASE, k)] for k in range(meta.n_bases)])
+        # NOTE: writes into arguments and captured tensors (a BatchNorm buffer, a generator's key) are outputs of the
+        # region, applied to the caller like jit's; the recomputation in the backward reads the region's inputs as
+        # they were at entry, so it draws the same random numbers as the forward did.
+        return boundary.apply(meta, leaves, [by_kind[(Slot.MUTATED, g)] for g in meta.mutated],
+                              [by_kind[(Slot.BASE, k)] for k in range(meta.n_bases)])
 
     return wrapped
 
