@@ -55,6 +55,26 @@ def test_the_boundary_names_captured_inputs_after_the_arguments():
     assert "captured[buf] is written" in text
 
 
+class _Counter:
+    def __init__(self):
+        self.scale = aotjax.ones(2)
+        self.stats = {"calls": aotjax.zeros(())}
+
+    def step(self, x):
+        self.stats["calls"].add_(1)
+        return x * self.scale + aotjax.rand(2)
+
+
+def test_captured_inputs_are_named_by_the_path_the_function_reads_them_by():
+    counter = _Counter()
+    method = str(aotjax.jit(counter.step).lower(aotjax.ones(2)).meta)
+    closure = str(aotjax.jit(lambda x: counter.step(x)).lower(aotjax.ones(2)).meta)
+    for owner, text in (("self", method), ("counter", closure)):
+        assert f"captured[{owner}.stats['calls']] is written" in text
+        assert f"captured[{owner}.scale]: f32[2]" in text
+        assert "captured[default_generator] is written" in text
+
+
 def test_a_captured_tensor_that_changes_shape_or_becomes_an_argument_is_traced_again():
     w = aotjax.ones(2)
     f = aotjax.jit(lambda x: x + w)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -16,6 +17,7 @@ from aotjax.core.ir import ClosedJaxpr, JaxprMeta
 from aotjax.interpreters.functionalize import FunctionalizeTrace
 from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
 from aotjax.ops._frontend import constants_made_inside
+from aotjax.ops.generator import Generator, default_generator
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import BoundaryMeta, InputGroup, OutKind, Slot
 from aotjax.tensor import Tensor
@@ -160,8 +162,9 @@ def capture_live(trace, groups, leaves, inner, new_input, val):
 
 
 def _captured_names(fun: Callable, implicit: list) -> list[str]:
-    """`captured[w]` for each implicit input: the name the function reads it by (a closure variable or a global),
-    else its position (`captured[0]`)."""
+    """`captured[w]` for each implicit input: the name the function reads it by (a closure variable, a global, an
+    attribute of `self` or a leaf of a module or other pytree it reads, as `captured[model.bn.running_mean]`; a random
+    generator's key as `captured[default_generator]`), else its position (`captured[0]`)."""
     names = []
     for k, base in enumerate(implicit):
         names.append(f"captured[{_name_in(fun, base) or k}]")
@@ -169,23 +172,58 @@ def _captured_names(fun: Callable, implicit: list) -> list[str]:
 
 
 def _name_in(fun: Callable, x) -> str | None:
-    """The name of a closure variable or global of `fun` that is `x` or shares its storage, if any."""
+    """The name of `x` (or of a tensor sharing its storage) as `fun` reaches it, if any (see `_captured_names`)."""
+    key = id(x._storage)
+    if id(default_generator.state._storage) == key:
+        return "default_generator"
+    for name, value in _names_read_by(fun):
+        found = _path_to(value, key)
+        if found is not None:
+            return name + found
+    return None
+
+
+def _names_read_by(fun: Callable):
+    """`(name, value)` for what `fun` reads by name: its `self` (a bound method), closure variables, globals."""
+    self = getattr(fun, "__self__", None)
+    if self is not None:
+        yield "self", self
     fun = inspect.unwrap(getattr(fun, "__func__", fun))
     code = getattr(fun, "__code__", None)
     if code is None:
-        return None
-    key = id(x._storage)
+        return
     for name, cell in zip(code.co_freevars, fun.__closure__ or ()):
         try:
-            value = cell.cell_contents
+            yield name, cell.cell_contents
         except ValueError:  # NOTE: an empty cell (a variable assigned later)
             continue
-        if isinstance(value, Tensor) and id(value._storage) == key:
-            return name
     for name in code.co_names:
-        value = fun.__globals__.get(name)
-        if isinstance(value, Tensor) and id(value._storage) == key:
-            return name
+        if name in fun.__globals__:
+            yield name, fun.__globals__[name]
+
+
+def _path_to(value, key: int, depth: int = 3) -> str | None:
+    """The path (`''`, `.bn.running_mean`, `['w']`) from `value` to a Tensor whose storage is `key`, or to a
+    generator's `.state`; None if `value` holds none within `depth` objects. Modules, optimizers and containers are
+    searched as pytrees, other objects by their attributes."""
+    if isinstance(value, Tensor):
+        return "" if id(value._storage) == key else None
+    if isinstance(value, Generator):
+        return ".state" if id(value.state._storage) == key else None
+    if depth == 0 or isinstance(value, (type, types.ModuleType)) or inspect.isroutine(value):
+        return None
+    try:
+        paths = jax.tree_util.tree_flatten_with_path(value, is_leaf=lambda v: v is not value and isinstance(
+            v, (Tensor, Generator)))[0]
+    except Exception:  # NOTE: a pytree whose flattening fails is no place to name a tensor by
+        return None
+    if len(paths) == 1 and paths[0][1] is value:  # NOTE: not a pytree: look through its attributes
+        attrs = getattr(value, "__dict__", None)
+        paths = [((jax.tree_util.GetAttrKey(k),), v) for k, v in attrs.items()] if isinstance(attrs, dict) else []
+    for path, leaf in paths:
+        found = _path_to(leaf, key, depth - 1)
+        if found is not None:
+            return jax.tree_util.keystr(path) + found
     return None
 
 
