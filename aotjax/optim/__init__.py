@@ -9,8 +9,7 @@ Both share one update function per algorithm (`aotjax.optim.updates`).
 """
 from aotjax.optim.optimizer import Optimizer, ParamGroup
 from aotjax.optim.optimizers import SGD, Adam, AdamW
-from aotjax.optim.transforms import (AdamState, GradientTransformation, SgdState, adam, adamw, apply_updates,
-                                     sgd)
+from aotjax.optim.transforms import AdamState, GradientTransformation, SgdState, adam, adamw, apply_updates, sgd
 
 __all__ = ["Optimizer", "ParamGroup", "SGD", "Adam", "AdamW", "GradientTransformation", "SgdState", "AdamState",
            "sgd", "adam", "adamw", "apply_updates"]

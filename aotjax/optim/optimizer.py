@@ -18,7 +18,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.tree_util import DictKey, GetAttrKey, SequenceKey
+from jax.tree_util import GetAttrKey
 
 from aotjax.core.interpreter import Tracer
 from aotjax.ops.creation import tensor, zeros

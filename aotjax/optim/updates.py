@@ -29,6 +29,14 @@ def _ops(*values):
     return jnp.where, jnp.sqrt, jnp.maximum
 
 
+def _as_float(count, like):
+    """An integer step count (optax's int32) in `like`'s float dtype, so `beta ** count` is computed in the
+    parameters' precision (an int Tensor would give the default float32 under torch's promotion rules)."""
+    if count.dtype.kind not in "iu":
+        return count
+    return count.type_as(like) if isinstance(count, Tensor) else count.astype(like.dtype)
+
+
 def sgd_update(param, grad, buf, step, *, lr, momentum, dampening, weight_decay, nesterov: bool,
                maximize: bool):
     """One step of SGD for one parameter, as `torch.optim.SGD`: returns `(update, new_buf)`.
@@ -73,8 +81,9 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, *, lr, b
     _, sqrt_, maximum_ = _ops(g, exp_avg, step)
     exp_avg = exp_avg + (1 - beta1) * (g - exp_avg)  # torch's lerp_(g, 1 - beta1)
     exp_avg_sq = exp_avg_sq * beta2 + (1 - beta2) * (g * g)
-    bias_correction1 = 1 - beta1 ** step
-    bias_correction2 = 1 - beta2 ** step
+    power = _as_float(step, exp_avg)
+    bias_correction1 = 1 - beta1 ** power
+    bias_correction2 = 1 - beta2 ** power
     if amsgrad:
         max_exp_avg_sq = maximum_(max_exp_avg_sq, exp_avg_sq)
     second = max_exp_avg_sq if amsgrad else exp_avg_sq
