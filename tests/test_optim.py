@@ -156,6 +156,45 @@ def test_state_is_made_in_the_constructor_and_is_a_pytree():
     assert again.param_groups[0]["amsgrad"] is True and again.state[w]["step"] is opt.state[0]["step"]
 
 
+def test_a_whole_train_step_compiles_once_and_matches_eager():
+    def loss_fn(params, x):
+        return ((x @ params["w"] + params["b"]) ** 2).mean()
+
+    calls = []
+
+    def train_step(params, opt, x):
+        calls.append(1)
+        loss, grads = aotjax.value_and_grad(loss_fn)(params, x)
+        opt.step(grads)  # the same tensors as `params`: one input each, written back once
+        return loss
+    x = aotjax.tensor(np.arange(6, dtype=FLOAT).reshape(2, 3) / 6)
+    runs = []
+    for step in (train_step, aotjax.jit(train_step)):
+        params = {"w": aotjax.tensor(np.ones((3, 2), FLOAT)), "b": aotjax.tensor(np.zeros(2, FLOAT))}
+        opt = optim.AdamW(params, lr=0.1)
+        runs.append(([float(step(params, opt, x)) for _ in range(3)], params, opt.state_dict()["state"]))
+    (eager_losses, *eager), (jit_losses, *jitted) = runs
+    assert len(calls) == 3 + 1  # three eager calls, one trace
+    np.testing.assert_allclose(jit_losses, eager_losses, rtol=RTOL)
+    assert eager_losses[2] < eager_losses[0]
+    for a, b in zip(jax.tree_util.tree_leaves(eager), jax.tree_util.tree_leaves(jitted)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("cls,torch_cls,kwargs", [
+    (optim.SGD, torch.optim.SGD, dict(lr=0.1, momentum=0.9)),
+    (optim.Adam, torch.optim.Adam, dict(lr=0.1)),
+    (optim.AdamW, torch.optim.AdamW, dict(lr=0.1, weight_decay=0.0)),
+])
+def test_a_zero_weight_decay_is_skipped_as_in_torch(cls, torch_cls, kwargs):
+    values = np.array([np.inf, 1.0], FLOAT)
+    p, t = aotjax.tensor(values), torch.tensor(values, dtype=TORCH_DTYPE, requires_grad=True)
+    t.grad = torch.ones(2, dtype=TORCH_DTYPE)
+    torch_cls([t], **kwargs).step()
+    cls([p], **kwargs).step([aotjax.ones(2, dtype=p.dtype)])  # weight_decay is a tensor holding 0: not 0 * inf
+    np.testing.assert_allclose(np.asarray(p), t.detach().numpy(), rtol=RTOL)
+
+
 def test_the_step_is_not_differentiated():
     def f(w):
         optim.SGD([w], lr=0.25).step([w * 2])  # w <- w - 0.5 * w, the update's dependence on w detached

@@ -29,6 +29,18 @@ def _ops(*values):
     return jnp.where, jnp.sqrt, jnp.maximum
 
 
+def _plus_scaled(x, scale, param):
+    """`x + scale * param`, skipped where `scale` is zero: statically for a Python number, else by a select,
+    so that a zero weight decay held in a tensor leaves an inf or nan parameter's update as torch's
+    (which skips it) would, and not `0 * inf = nan`."""
+    if _is_zero(scale):
+        return x
+    if isinstance(scale, (int, float)):
+        return x + scale * param
+    where_, _, _ = _ops(x, scale)
+    return where_(scale == 0, x, x + scale * param)
+
+
 def _as_float(count, like):
     """An integer step count (optax's int32) in `like`'s float dtype, so `beta ** count` is computed in the
     parameters' precision (an int Tensor would give the default float32 under torch's promotion rules)."""
@@ -50,9 +62,7 @@ def sgd_update(param, grad, buf, step, *, lr, momentum, dampening, weight_decay,
     >>> update
     tensor([-0.2])
     """
-    g = -grad if maximize else grad
-    if not _is_zero(weight_decay):
-        g = g + weight_decay * param
+    g = _plus_scaled(-grad if maximize else grad, weight_decay, param)
     if buf is not None:
         where_, _, _ = _ops(g, buf, step)
         buf = where_(step == 0, g, buf * momentum + (1 - dampening) * g)
@@ -75,9 +85,8 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, *, lr, b
     """
     g = -grad if maximize else grad
     step = step + 1
-    decoupled_decay = decoupled and not _is_zero(weight_decay)
-    if not decoupled and not _is_zero(weight_decay):
-        g = g + weight_decay * param
+    if not decoupled:
+        g = _plus_scaled(g, weight_decay, param)
     _, sqrt_, maximum_ = _ops(g, exp_avg, step)
     exp_avg = exp_avg + (1 - beta1) * (g - exp_avg)  # torch's lerp_(g, 1 - beta1)
     exp_avg_sq = exp_avg_sq * beta2 + (1 - beta2) * (g * g)
@@ -89,6 +98,6 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, *, lr, b
     second = max_exp_avg_sq if amsgrad else exp_avg_sq
     denom = sqrt_(second) / sqrt_(bias_correction2) + eps
     update = -(lr / bias_correction1) * exp_avg / denom
-    if decoupled_decay:
-        update = update - (lr * weight_decay) * param
+    if decoupled:
+        update = _plus_scaled(update, -(lr * weight_decay), param)
     return update, exp_avg, exp_avg_sq, max_exp_avg_sq, step
