@@ -142,6 +142,10 @@ def test_params_as_given_and_in_place():
     groups.step([g["w"], g["b"]])  # or flat, in parameter order
     assert w.tolist() == [[-1.5, -1.5], [-1.5, -1.5]] and row.tolist() == [-1.5, -1.5]
     assert b.tolist() == [-1.5, -1.5]
+    one_group = optim.SGD([{"params": [w, b], "lr": 1.0}])
+    one_group.zero_grad()  # a no-op: there is no .grad
+    assert one_group.step([[g["w"], None]], closure=lambda: "loss") == "loss"  # torch's closure: called first
+    assert w.tolist() == [[-2.5, -2.5], [-2.5, -2.5]] and b.tolist() == [-1.5, -1.5]
 
 
 def test_state_is_made_in_the_constructor_and_is_a_pytree():
@@ -245,6 +249,27 @@ def test_loads_a_torch_state_dict(cls, torch_cls, kwargs):
     opt = cls(params, **{**kwargs, "lr": 1.0})  # the loaded lr replaces it
     opt.load_state_dict(saved)
     _run_steps(opt, grads[1:])
+    for p, t in zip(params, tparams):
+        np.testing.assert_allclose(np.asarray(p), t.detach().numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_torch_loads_our_sgd_state_dict():
+    kwargs = dict(lr=0.1, momentum=0.9, dampening=0.5)
+    grads = _grads()
+    params, opt = _ours(optim.SGD, kwargs)
+    _run_steps(opt, grads[:1])  # parameter 1 has not stepped: its buffer is left out, as torch would have none
+    to_torch = lambda v: (float(v) if v.ndim == 0 else torch.tensor(np.asarray(v))) if isinstance(  # noqa: E731
+        v, aotjax.Tensor) else v
+    saved = jax.tree_util.tree_map(to_torch, opt.state_dict())
+    assert set(saved["state"]) == {0}
+    tparams = [torch.tensor(np.asarray(p), requires_grad=True) for p in params]
+    topt = torch.optim.SGD(tparams, **kwargs)
+    topt.load_state_dict(saved)
+    _run_steps(opt, grads[1:])
+    for step_grads in grads[1:]:
+        for p, g in zip(tparams, step_grads):
+            p.grad = None if g is None else torch.tensor(g, dtype=TORCH_DTYPE)
+        topt.step()
     for p, t in zip(params, tparams):
         np.testing.assert_allclose(np.asarray(p), t.detach().numpy(), rtol=RTOL, atol=ATOL)
 

@@ -30,7 +30,7 @@ __all__ = ["Optimizer", "ParamGroup"]
 _TORCH_ONLY_KEYS = frozenset({"foreach", "fused", "capturable", "differentiable"})
 
 
-def hyperparameter_dtype() -> np.dtype:
+def _hyperparameter_dtype() -> np.dtype:
     """The dtype of hyperparameter tensors: the widest float the mode computes in (torch keeps them as Python
     floats, i.e. doubles)."""
     return np.dtype(np.float64 if jax.config.jax_enable_x64 else np.float32)
@@ -53,7 +53,7 @@ def _new_hyperparameter(value, what: str):
     """A fresh 0-d Tensor (a tuple of them for a tuple, e.g. `betas`) holding `value`."""
     if isinstance(value, (tuple, list)):
         return tuple(_new_hyperparameter(v, f"{what}[{i}]") for i, v in enumerate(value))
-    out = zeros((), dtype=hyperparameter_dtype())
+    out = zeros((), dtype=_hyperparameter_dtype())
     _fill(out, value, what)
     return out
 
@@ -251,10 +251,10 @@ class Optimizer:
         first and its result returned (torch's signature); otherwise returns None.
 
         >>> p = aotjax.tensor([1.0, 2.0])
-        >>> opt = aotjax.optim.Adam([p], lr=0.1)
+        >>> opt = aotjax.optim.SGD([p], lr=0.5)
         >>> opt.step([aotjax.tensor([1.0, -1.0])])
         >>> p
-        tensor([0.9, 2.1])
+        tensor([0.5, 2.5])
         """
         loss = closure() if closure is not None else None
         flat = self._flat_grads(grads)
@@ -282,7 +282,7 @@ class Optimizer:
         elif isinstance(grads, Sequence) and not isinstance(grads, str) and len(grads) == len(params) and all(
                 g is None or not isinstance(g, (Sequence, Mapping)) for g in grads):
             flat = list(grads)
-        elif isinstance(grads, Sequence) and len(grads) == len(groups) and len(groups) > 1:
+        elif isinstance(grads, Sequence) and len(grads) == len(groups):
             flat = []
             for i, (group, g) in enumerate(zip(groups, grads)):
                 if isinstance(g, Mapping) and group.names is not None:

@@ -91,8 +91,8 @@ class Adam(Optimizer):
     >>> w = aotjax.tensor([1.0, 2.0])
     >>> opt = aotjax.optim.Adam([w], lr=0.1)
     >>> opt.step([aotjax.tensor([1.0, -2.0])])
-    >>> w, opt.state[w]['step']
-    (tensor([0.9, 2.1]), tensor(1.))
+    >>> [round(v, 5) for v in w.tolist()], opt.state[w]['step']
+    ([0.9, 2.1], tensor(1.))
     """
 
     hyperparameters = ("lr", "betas", "eps", "weight_decay")

@@ -38,14 +38,24 @@ class GradientTransformation(NamedTuple):
 
 
 class SgdState(NamedTuple):
-    """The state of `sgd`: the step count (int32) and the momentum buffers (`None` without momentum)."""
+    """The state of `sgd`: the step count (int32) and the momentum buffers (`None` without momentum).
+
+    >>> state = aotjax.optim.sgd(0.1, momentum=0.9).init([aotjax.zeros(2)])
+    >>> state.count.dtype, state.momentum_buffer
+    (dtype('int32'), [tensor([0., 0.])])
+    """
     count: Any
     momentum_buffer: Any
 
 
 class AdamState(NamedTuple):
     """The state of `adam`/`adamw`: the step count (int32), the first and second moments and, with amsgrad,
-    the running maximum of the second moment (else `None`)."""
+    the running maximum of the second moment (else `None`).
+
+    >>> state = aotjax.optim.adam(0.1).init([aotjax.zeros(1)])
+    >>> state.exp_avg, state.exp_avg_sq, state.max_exp_avg_sq
+    ([tensor([0.])], [tensor([0.])], None)
+    """
     count: Any
     exp_avg: Any
     exp_avg_sq: Any
