@@ -93,8 +93,10 @@ class ParamGroup(dict):
         self.optimizer_class, self.names = optimizer_class, names
 
     def __setitem__(self, key, value):
-        cls = self.optimizer_class
-        if key in cls.hyperparameters and key in self:
+        cls = getattr(self, "optimizer_class", None)
+        if cls is None:  # NOTE: copy and pickle fill a dict subclass's items before its attributes
+            super().__setitem__(key, value)
+        elif key in cls.hyperparameters and key in self:
             cls._check_setting(self, key, value)
             old = self[key]
             if isinstance(old, tuple):
@@ -286,8 +288,8 @@ class Optimizer:
             flat = []
             for i, (group, g) in enumerate(zip(groups, grads)):
                 if isinstance(g, Mapping) and group.names is not None:
-                    flat += [g[k] if k in g else _missing(name, k) for k in group.names]
                     _check_keys(name, g, group.names)
+                    flat += [g[k] for k in group.names]
                 elif isinstance(g, Sequence) and len(g) == len(group["params"]):
                     flat += list(g)
                 else:
