@@ -1,5 +1,6 @@
 """aotjax: PyTorch-style mutable tensors under JAX-style composable function transforms."""
 import aotjax.nn as nn  # noqa: F401  (the package; `from aotjax.ops import *` brings the aotjax.ops.nn module)
+import aotjax.optim as optim  # noqa: F401
 import aotjax.partition as partition  # noqa: F401
 from aotjax import lax  # noqa: F401,E402
 from aotjax.core import ClosedJaxpr, Jaxpr, ShapedArray, eval_jaxpr, typecheck
