@@ -129,3 +129,28 @@ def test_a_constant_made_inside_is_not_an_input_and_stays_unwritable():
 
     with pytest.raises(AliasingError, match="made from data inside"):
         aotjax.jit(f)(aotjax.ones(2))
+
+
+def test_a_compiled_step_differentiating_captured_tensors_then_writing_them_reads_them_at_every_call():
+    # grad's entry values of captured tensors are live too: never baked in, never donated twice
+    def run(transform):
+        w, b = aotjax.ones(3, 2), aotjax.zeros(2)
+        params = {"w": w, "b": b}
+        x = aotjax.tensor(np.arange(6, dtype=np.float32).reshape(2, 3) / 6)
+
+        def step(x):
+            loss, g = aotjax.value_and_grad(lambda p, x: ((x @ p["w"] + p["b"]) ** 2).mean())(params, x)
+            w.sub_(0.1 * g["w"])
+            b.sub_(0.1 * g["b"])
+            return loss
+
+        step = transform(step)
+        return [float(step(x)) for _ in range(3)], w.numpy(), b.numpy()
+
+    eager = run(lambda f: f)
+    for transform in (aotjax.jit, aotjax.functionalize):
+        losses, w, b = run(transform)
+        np.testing.assert_allclose(losses, eager[0], rtol=1e-6)
+        np.testing.assert_allclose(w, eager[1], rtol=1e-6)
+        np.testing.assert_allclose(b, eager[2], rtol=1e-6)
+    assert len(set(eager[0])) == 3

@@ -14,6 +14,8 @@ tensors too, so writing into them works); it binds everything it computes `below
 """
 from __future__ import annotations
 
+import weakref
+
 from aotjax.core import views
 from aotjax.core.avals import get_aval
 from aotjax.core.errors import AliasingError, UnsupportedError
@@ -73,6 +75,22 @@ def write(t: FunctionalTensor, new_value, chain_vals: list | None = None) -> Non
     storage.version += 1
 
 
+# NOTE: a snapshot of an eager tensor (a transform's entry value, `boundary.snapshot`) -> that tensor. A staging trace
+# that meets the snapshot reads the tensor itself (live state), so the program never bakes the snapshot in. Keyed by
+# id (a Tensor's `==` is elementwise), each entry dropped with its snapshot.
+_snapshot_origins: dict[int, tuple] = {}
+
+
+def note_snapshot(snapshot: Tensor, origin: Tensor) -> None:
+    key = id(snapshot)
+    _snapshot_origins[key] = (weakref.ref(snapshot, lambda _: _snapshot_origins.pop(key, None)), origin)
+
+
+def snapshot_origin(t) -> Tensor | None:
+    entry = _snapshot_origins.get(id(t))
+    return entry[1] if entry is not None and entry[0]() is t else None
+
+
 class FunctionalizeTrace(Trace):
     # NOTE: set by the boundary: the storage key of each argument group (`views.storage_key`) -> (its functional
     # storage, the chain of the group's base in the caller's storage).
@@ -92,6 +110,9 @@ class FunctionalizeTrace(Trace):
 
     def pure(self, val):
         if isinstance(val, Tensor):  # NOTE: a tensor captured from outside the function: read-only
+            origin = snapshot_origin(val) if _snapshot_origins else None
+            if origin is not None:
+                return self._snapshot_of(val, origin)
             argument = self.arguments.get(views.storage_key(val)) if self.arguments else None
             if argument is not None:
                 return self._argument_view(val, *argument)
@@ -113,6 +134,20 @@ class FunctionalizeTrace(Trace):
 
     def argument_keys(self, tracer) -> list:
         return [(key, chain) for key, (storage, chain) in (self.arguments or {}).items() if storage is tracer._storage]
+
+    def _snapshot_of(self, val: Tensor, origin: Tensor) -> FunctionalTensor:
+        """`val`, an inner transform's snapshot of the eager tensor `origin` taken when it was entered: the value
+        `origin` has here now (an argument, or live state this trace captures), never a constant baked in, and
+        apart from later writes into `origin`. Made once per snapshot."""
+        made = self.__dict__.setdefault("_snapshots", {})
+        t = made.get(id(val))
+        if t is None:
+            current = self.pure(origin)
+            with below(self.main):
+                value = current_value(current)
+            t = made[id(val)] = FunctionalTensor(self, FunctionalStorage(value), (), get_aval(val), val._strides,
+                                                 val._offset)
+        return t
 
     def _argument_view(self, val: Tensor, storage: FunctionalStorage, base_chain) -> FunctionalTensor:
         """A captured tensor that shares memory with an argument: the argument's storage, read through `val`'s

@@ -29,7 +29,7 @@ from aotjax.core.interpreter import Tracer, below
 from aotjax.core.interpreter import bind as _bind
 from aotjax.core.primitive import all_primitives
 from aotjax.interpreters.eval import read, write
-from aotjax.interpreters.functionalize import FunctionalStorage, FunctionalTensor, current_value
+from aotjax.interpreters.functionalize import FunctionalStorage, FunctionalTensor, current_value, note_snapshot
 from aotjax.ops._frontend import bind_inplace
 from aotjax.ops.indexing import copy__p
 from aotjax.tensor import Tensor
@@ -381,7 +381,8 @@ def snapshot(x):
     """A new tensor with `x`'s current value and layout, sharing no storage with it (no data is copied:
     the underlying arrays are immutable)."""
     if type(x) is Tensor:
-        t = Tensor._wrap(read(x))
+        t = Tensor._wrap(read(x), owned=False)  # NOTE: the buffer is still `x`'s: never donated as the snapshot's
+        note_snapshot(t, x)
     elif isinstance(x, FunctionalTensor):
         with below(x._trace.main):
             t = FunctionalTensor(x._trace, FunctionalStorage(current_value(x)), (), x.aval)
