@@ -264,3 +264,16 @@ def test_write_through_expanded_view_raises_under_tracing():
 def test_as_strided_raises():
     with pytest.raises(UnsupportedError, match=r"as_strided: .*test_eager_semantics.py.*slicing"):
         ids(4).as_strided((2,), (2,))
+
+
+def test_a_tensor_made_from_a_numpy_array_owns_a_copy_even_of_an_aligned_host_buffer():
+    import torch  # NOTE: torch's arrays are 64-byte aligned, which XLA's CPU client may alias without a copy
+
+    source = torch.zeros(64)
+    t = aotjax.tensor(source.numpy())
+    source.add_(1)
+    assert float(t.sum()) == 0.0
+    array = np.zeros(64, np.float32)
+    u = aotjax.tensor(array)
+    array += 1
+    assert float(u.sum()) == 0.0

@@ -153,7 +153,7 @@ def _from_data(data, dt: np.dtype | None) -> Tensor:
         dt = to_dtype(_infer_dtype(data, arr), "tensor")
     if arr.dtype.kind in "iu" and arr.size and not isinstance(data, (np.ndarray, np.generic)):
         _check_ints_fit("tensor", int(arr.min()), int(arr.max()), dt)
-    return Tensor._wrap(jnp.asarray(arr, dtype=dt))
+    return Tensor._wrap(jnp.array(arr, dtype=dt, copy=True))  # NOTE: asarray may alias an aligned host buffer
 
 
 def _init_from_data(self, data, dtype=None):
