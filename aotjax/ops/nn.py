@@ -15,7 +15,7 @@ from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.source_info import where
 from aotjax.ops._frontend import as_tensor, canonical_dim, to_dtype
 from aotjax.ops.creation import arange, ones
-from aotjax.ops.elementwise import where
+from aotjax.ops.elementwise import where as select
 from aotjax.ops.indexing import check_index, gather_p, index_p
 from aotjax.ops.linalg import linear
 from aotjax.ops.promotion import category, is_float
@@ -131,7 +131,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     tensor([[-1.],
             [ 1.]])
     >>> mean, var
-    (tensor([0.2000]), tensor([1.1000]))
+    (tensor([0.2]), tensor([1.1]))
     """
     x, out_dtype = _float_input("batch_norm", input)
     if x.ndim < 2:
@@ -327,7 +327,7 @@ def embedding(input, weight, padding_idx: int | None = None):
             raise ValueError(f"embedding: padding_idx must be within num_embeddings ({n}), got {padding_idx}{where()}")
         padding_idx %= n
         is_padding = arange(n).reshape(n, 1) == padding_idx
-        weight = where(is_padding, weight.detach(), weight)
+        weight = select(is_padding, weight.detach(), weight)
     input = check_index("embedding", input, n, 0, negative=False, message=f"embedding: index {{}} is out of range "
                         f"for a weight of {n} rows (num_embeddings): indices must be in [0, {n})")
     rows = index_p.bind(weight, input.reshape(-1), dims=(0,))

@@ -25,7 +25,7 @@ class LayerNorm(Module):
 
     >>> ln = aotjax.nn.LayerNorm(2)
     >>> ln(aotjax.tensor([[1.0, 3.0]])), ln
-    (tensor([[-1.,  1.]]), LayerNorm((2,), eps=1e-05, elementwise_affine=True))
+    (tensor([[-1.,  1.]]), LayerNorm((2,), eps=1e-05, elementwise_affine=True, bias=True))
     """
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
@@ -56,7 +56,8 @@ class LayerNorm(Module):
         return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 class RMSNorm(Module):
