@@ -313,7 +313,7 @@ def test_attribute_registration_rules():
     with pytest.raises(TypeError, match="cannot assign 'aotjax.tensor.Tensor' object to parameter 'q'"):
         m.register_parameter("q", aotjax.ones(1))
     with pytest.raises(AttributeError, match="'Module' object has no attribute 'missing'"):
-        m.missing
+        _ = m.missing
 
     class Forgetful(nn.Module):
         def __init__(self):

@@ -5,6 +5,7 @@
 tensor([0.5, 0.5])
 """
 from aotjax import ops
+from aotjax.ops.linalg import linear  # noqa: F401
 from aotjax.ops.nn import (  # noqa: F401
     FUNCTIONAL,
     batch_norm,
@@ -12,7 +13,6 @@ from aotjax.ops.nn import (  # noqa: F401
     dropout,
     embedding,
     layer_norm,
-    linear,
     log_softmax,
     mse_loss,
     rms_norm,

@@ -27,8 +27,8 @@ the caller's module.
 >>> [name for name, _ in m.named_parameters()], list(m.state_dict())
 (['scale'], ['scale', 'calls'])
 >>> y = aotjax.jit(lambda m, x: m(x))(m, aotjax.ones(2))
->>> m.calls
-tensor(1, dtype=int32)
+>>> m.calls.item()
+1
 """
 from __future__ import annotations
 
@@ -39,7 +39,6 @@ import jax
 import numpy as np
 
 from aotjax.core.interpreter import Tracer
-from aotjax.core.source_info import where
 from aotjax.nn.parameter import Parameter
 from aotjax.ops._frontend import as_tensor, to_dtype
 from aotjax.ops.promotion import is_float

@@ -17,7 +17,6 @@ from aotjax.ops._frontend import as_tensor, canonical_dim, to_dtype
 from aotjax.ops.creation import arange, ones
 from aotjax.ops.elementwise import where as select
 from aotjax.ops.indexing import check_index, gather_p, index_p
-from aotjax.ops.linalg import linear
 from aotjax.ops.promotion import category, is_float
 from aotjax.ops.random import bernoulli
 from aotjax.tensor import method

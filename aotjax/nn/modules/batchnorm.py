@@ -86,8 +86,8 @@ class BatchNorm1d(_BatchNorm):
 
     >>> bn = aotjax.nn.BatchNorm1d(2)
     >>> _ = bn(aotjax.tensor([[0.0, 1.0], [2.0, 5.0]]))
-    >>> bn.running_mean, bn.num_batches_tracked
-    (tensor([0.1000, 0.3000]), tensor(1))
+    >>> bn.running_mean, bn.num_batches_tracked.item()
+    (tensor([0.1, 0.3]), 1)
     """
 
     def _check_input_dim(self, input) -> None:

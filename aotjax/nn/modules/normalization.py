@@ -23,9 +23,9 @@ class LayerNorm(Module):
     applies the elementwise affine `weight` (ones) and `bias` (zeros) when `elementwise_affine` (`bias=False`
     drops the bias).
 
-    >>> ln = aotjax.nn.LayerNorm(2)
+    >>> ln = aotjax.nn.LayerNorm(2, eps=0.0)
     >>> ln(aotjax.tensor([[1.0, 3.0]])), ln
-    (tensor([[-1.,  1.]]), LayerNorm((2,), eps=1e-05, elementwise_affine=True, bias=True))
+    (tensor([[-1.,  1.]]), LayerNorm((2,), eps=0.0, elementwise_affine=True, bias=True))
     """
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
