@@ -2,6 +2,7 @@
 (train and eval), BatchNorm's running statistics, MultiheadAttention with masks; the Module surface (names and
 key order of named_parameters/state_dict, load_state_dict's errors, repr, attribute rules) and the pytree
 (key paths, a jitted call that compiles once and writes BatchNorm's statistics back)."""
+import copy
 from collections import OrderedDict
 
 import jax
@@ -467,3 +468,42 @@ def test_dropout_module_draws_from_the_generator():
     with pytest.raises(ValueError, match="between 0 and 1"):
         nn.Dropout(1.5)
     assert repr(nn.Dropout(0.2)) == repr(tnn.Dropout(0.2))
+
+
+def test_jitted_step_updates_parameters_in_place_as_eagerly():
+    def step(model, x):
+        loss, grads = aotjax.value_and_grad(lambda m: m(x).pow(2).mean())(model)
+        for p, g in zip(model.parameters(), grads.parameters(), strict=True):
+            p.sub_(0.1 * g)
+        return loss
+
+    eager = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    compiled = copy.deepcopy(eager)
+    weight = compiled[0].weight
+    jitted = aotjax.jit(step)
+    for i in range(3):
+        x = aotjax.tensor(rand(5, 3, seed=i))
+        np.testing.assert_allclose(jitted(compiled, x), step(eager, x), rtol=RTOL, atol=ATOL)
+    assert compiled[0].weight is weight and isinstance(weight, nn.Parameter) and len(jitted._cache) == 1
+    for a, b in zip(compiled.parameters(), eager.parameters(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
+
+
+class Scaled(nn.Module):
+    def __init__(self, sizes, table):
+        super().__init__()
+        self.sizes, self.table = sizes, table
+        self.w = nn.Parameter(aotjax.ones(2))
+
+    def forward(self, x):
+        return x * self.w * len(self.sizes) * self.table["k"]
+
+
+def test_unhashable_attributes_are_compared_by_value():
+    a, b, c = Scaled([1, 2], {"k": 1.0}), Scaled([1, 2], {"k": 1.0}), Scaled([1, 2, 3], {"k": 1.0})
+    structure = jax.tree_util.tree_structure
+    assert structure(a) == structure(b) and hash(structure(a)) == hash(structure(b))
+    assert structure(a) != structure(c) and structure(a) != structure(Scaled([1, 2], {"k": 2.0}))
+    call = aotjax.jit(lambda m, x: m(x))
+    assert call(a, aotjax.ones(2)).tolist() == [2.0, 2.0] and call(b, aotjax.ones(2)).tolist() == [2.0, 2.0]
+    assert call(c, aotjax.ones(2)).tolist() == [3.0, 3.0] and len(call._cache) == 2

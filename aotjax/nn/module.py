@@ -40,7 +40,8 @@ import numpy as np
 
 from aotjax.core.interpreter import Tracer
 from aotjax.nn.parameter import Parameter
-from aotjax.ops._frontend import as_tensor, to_dtype
+from aotjax.ops._frontend import to_dtype
+from aotjax.ops.creation import tensor
 from aotjax.ops.promotion import is_float
 from aotjax.tensor import Tensor
 
@@ -453,7 +454,9 @@ class Module:
 
     def _load_one(self, name: str, key: str, target: Tensor, value, assign: bool, errors: list) -> None:
         try:
-            value = as_tensor(value)
+            # NOTE: arrays are made in the target's dtype: a checkpoint's int64 count loads into an int32 buffer
+            # without jax's 64-bit-truncation warning
+            value = value if isinstance(value, Tensor) else tensor(value, dtype=target.dtype)
         except (TypeError, ValueError):
             errors.append(f'While copying the parameter named "{key}", expected a Tensor or an array-like object '
                           f'from checkpoint but received {type(value)}')
