@@ -64,9 +64,8 @@ class Sequential(Module):
         keys = list(self._modules)
         for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(self), "Sequential")]]):
             del self._modules[key]
-        # NOTE: renumbered, as PyTorch, so the names stay '0', '1', ...
-        self.__dict__["_modules"] = OrderedDict((str(i), m) for i, m in enumerate(self._modules.values())) \
-            if all(k.isdigit() for k in keys) else self._modules
+        # NOTE: renumbered '0', '1', ... (named modules too), as PyTorch
+        self.__dict__["_modules"] = {str(i): m for i, m in enumerate(self._modules.values())}
 
     def __len__(self) -> int:
         return len(self._modules)
