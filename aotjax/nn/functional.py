@@ -5,8 +5,10 @@
 tensor([0.5, 0.5])
 """
 from aotjax import ops
+from aotjax.ops.linalg import linear  # noqa: F401
 from aotjax.ops.nn import (  # noqa: F401
     FUNCTIONAL,
+    batch_norm,
     cross_entropy,
     dropout,
     embedding,
@@ -21,7 +23,7 @@ from aotjax.ops.nn import (  # noqa: F401
 __all__ = list(FUNCTIONAL)
 
 # Activations are elementwise ops of `aotjax` itself; `F.relu(x)` is `aotjax.relu(x)`, as in PyTorch.
-_ACTIVATIONS = ("relu", "gelu", "silu", "sigmoid", "tanh")
+_ACTIVATIONS = ("relu", "gelu", "silu", "sigmoid", "tanh", "relu_", "silu_")
 
 
 def __getattr__(name: str):

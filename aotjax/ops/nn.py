@@ -14,14 +14,16 @@ import numpy as np
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.source_info import where
 from aotjax.ops._frontend import as_tensor, canonical_dim, to_dtype
-from aotjax.ops.creation import ones
+from aotjax.ops.creation import arange, ones
+from aotjax.ops.elementwise import where as select
 from aotjax.ops.indexing import check_index, gather_p, index_p
 from aotjax.ops.promotion import category, is_float
 from aotjax.ops.random import bernoulli
 from aotjax.tensor import method
 
 __all__ = ["softmax", "log_softmax", "layer_norm", "rms_norm", "dropout"]
-FUNCTIONAL = __all__ + ["cross_entropy", "mse_loss", "embedding", "scaled_dot_product_attention"]
+FUNCTIONAL = __all__ + ["cross_entropy", "mse_loss", "embedding", "scaled_dot_product_attention", "linear",
+                        "batch_norm"]
 
 _LOW_PRECISION = (np.dtype(np.float16), to_dtype("bfloat16"))
 
@@ -109,6 +111,61 @@ def rms_norm(x, normalized_shape, weight=None, eps: float | None = None):
     y = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
     if weight is not None:
         y = y * weight
+    return y.to(out_dtype)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
+               momentum=0.1, eps: float = 1e-5):
+    """Normalizes each channel (dim 1 of an `[N, C, ...]` input) to mean 0 and variance 1, then applies the
+    per-channel affine `weight` and `bias` if given, as `torch.nn.functional.batch_norm`.
+
+    With `training=True` the statistics are the batch's (the biased variance normalizes), and the running
+    estimates, if given, are updated in place: `running = (1 - momentum) * running + momentum * batch`, the
+    unbiased variance going into `running_var` (the statistics detached: the update is not differentiated).
+    `momentum` may be a 0-d tensor (a cumulative average's `1 / num_batches_tracked`). With
+    `training=False` the running estimates normalize.
+
+    >>> mean, var = aotjax.zeros(1), aotjax.ones(1)
+    >>> aotjax.nn.functional.batch_norm(aotjax.tensor([[1.0], [3.0]]), mean, var, training=True, eps=0.0)
+    tensor([[-1.],
+            [ 1.]])
+    >>> mean, var
+    (tensor([0.2]), tensor([1.1]))
+    """
+    x, out_dtype = _float_input("batch_norm", input)
+    if x.ndim < 2:
+        raise ShapeError(f"batch_norm: expected an input of shape [N, C, ...] (2 or more dims), got "
+                         f"{list(x.shape)}{where()}")
+    channels = x.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and tuple(t.shape) != (channels,):
+            raise ShapeError(f"batch_norm: {name} should contain {channels} elements (one per channel of the "
+                             f"input of shape {list(x.shape)}), not shape {list(t.shape)}{where()}")
+    dims = (0,) + tuple(range(2, x.ndim))
+    per_channel = (1, channels) + (1,) * (x.ndim - 2)
+    if training:
+        count = x.numel() // channels
+        if count <= 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input of "
+                             f"shape {list(x.shape)}{where()}")
+        mean = x.mean(dims)
+        centered = x - mean.reshape(per_channel)
+        var = (centered * centered).mean(dims)
+        if running_mean is not None:
+            running_mean.copy_(running_mean * (1 - momentum) + mean.detach() * momentum)
+        if running_var is not None:
+            running_var.copy_(running_var * (1 - momentum) + var.detach() * (momentum * count / (count - 1)))
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError(f"batch_norm: running_mean and running_var must be given when training=False{where()}")
+        mean, var = running_mean, running_var
+        centered = x - mean.reshape(per_channel)
+    y = centered * (var + eps).rsqrt().reshape(per_channel)
+    if weight is not None:
+        y = y * weight.reshape(per_channel)
+    if bias is not None:
+        y = y + bias.reshape(per_channel)
     return y.to(out_dtype)
 
 
@@ -248,9 +305,9 @@ def _cross_entropy_probs(logp, target, weight, reduction, label_smoothing):
 
 
 # -- embedding and attention -----------------------------------------------------------------------
-def embedding(input, weight):
+def embedding(input, weight, padding_idx: int | None = None):
     """The rows of `weight` (shape `[num_embeddings, dim]`) at the integer indices `input`: a tensor
-    of shape `input.shape + [dim]`.
+    of shape `input.shape + [dim]`. The row `padding_idx`, if given, gets no gradient (it is read detached).
 
     >>> w = aotjax.tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]])
     >>> aotjax.nn.functional.embedding(aotjax.tensor([2, 0]), w)
@@ -264,6 +321,12 @@ def embedding(input, weight):
     if category(input.dtype) != 1:
         raise DTypeError(f"embedding: indices must be an integer tensor, got {input.aval.str_short()}{where()}")
     n = weight.shape[0]
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise ValueError(f"embedding: padding_idx must be within num_embeddings ({n}), got {padding_idx}{where()}")
+        padding_idx %= n
+        is_padding = arange(n).reshape(n, 1) == padding_idx
+        weight = select(is_padding, weight.detach(), weight)
     input = check_index("embedding", input, n, 0, negative=False, message=f"embedding: index {{}} is out of range "
                         f"for a weight of {n} rows (num_embeddings): indices must be in [0, {n})")
     rows = index_p.bind(weight, input.reshape(-1), dims=(0,))

@@ -1,0 +1,696 @@
+"""`Module`: the base class of neural-network layers, with `torch.nn.Module`'s surface, and a pytree.
+
+A Module holds its parameters (`Parameter`s, or None), buffers (plain Tensors: persistent ones are in the
+`state_dict`, non-persistent ones are not) and submodules in three ordered dicts, registered by attribute
+assignment or `register_parameter` / `register_buffer` / `add_module`. Everything else it holds
+(hyperparameters, `training`) is an ordinary attribute.
+
+Every Module class is a `jax.tree_util` pytree (registered when the class is defined): its children are its
+parameters, then its buffers (non-persistent ones included: they are state), then its submodules, keyed
+`GetAttrKey(name)` (`SequenceKey(i)` for the numbered children of `Sequential`/`ModuleList`, `DictKey(name)` for
+those of `ModuleDict`), so a leaf's path reads `.layers[0].weight`. The tree's static part holds the class, the
+names and every other attribute, compared by value: two modules of one class with equal hyperparameters and
+mode have equal treedefs (a compiled function is reused), `model.eval()` gives another (it recompiles).
+Unflattening builds a new instance without calling `__init__`. So `aotjax.jit(step)(model, x)` passes the
+model's tensors as arguments, and in-place writes to them (BatchNorm's running statistics) are written back to
+the caller's module.
+
+>>> class Affine(aotjax.nn.Module):
+...     def __init__(self):
+...         super().__init__()
+...         self.scale = aotjax.nn.Parameter(aotjax.ones(2))
+...         self.register_buffer("calls", aotjax.zeros((), dtype=aotjax.int32))
+...     def forward(self, x):
+...         self.calls.add_(1)
+...         return x * self.scale
+>>> m = Affine()
+>>> [name for name, _ in m.named_parameters()], list(m.state_dict())
+(['scale'], ['scale', 'calls'])
+>>> y = aotjax.jit(lambda m, x: m(x))(m, aotjax.ones(2))
+>>> m.calls.item()
+1
+"""
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from typing import Any, Callable, Iterator
+
+import jax
+import numpy as np
+
+from aotjax.core.interpreter import Tracer
+from aotjax.nn.parameter import Parameter
+from aotjax.ops._frontend import to_dtype
+from aotjax.ops.creation import tensor
+from aotjax.ops.promotion import is_float
+from aotjax.tensor import Tensor
+
+__all__ = ["Module"]
+
+_STATE_DICTS = ("_parameters", "_buffers", "_modules")
+
+
+def _typename(value) -> str:
+    t = type(value)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _check_name(what: str, name, owner: "Module") -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"{what} name should be a string. Got {_typename(name)}")
+    if name == "":
+        raise KeyError(f'{what} name can\'t be empty string ""')
+    if "." in name:
+        raise KeyError(f'{what} name can\'t contain ".", got: {name}')
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What `load_state_dict` returns: the keys the module expected but did not get, and the ones it got but
+    does not have."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+class Module:
+    """The base class of all neural-network modules, as `torch.nn.Module`: subclass it, create parameters,
+    buffers and submodules in `__init__` (after `super().__init__()`), write `forward`, call the module.
+
+    >>> class TwoLayer(aotjax.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.fc1 = aotjax.nn.Linear(3, 4)
+    ...         self.fc2 = aotjax.nn.Linear(4, 1)
+    ...     def forward(self, x):
+    ...         return self.fc2(aotjax.relu(self.fc1(x)))
+    >>> model = TwoLayer()
+    >>> model(aotjax.ones(5, 3)).shape
+    (5, 1)
+    >>> [name for name, _ in model.named_parameters()]
+    ['fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']
+    """
+
+    training: bool
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments {args} {kwargs}: "
+                            f"Module.__init__ takes none")
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        object.__setattr__(self, "_modules", {})
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _register_pytree(cls)
+
+    @staticmethod
+    def _pytree_key(name: str):
+        """The key of the child `name` in the module's pytree paths."""
+        return jax.tree_util.GetAttrKey(name)
+
+    # -- calling ---------------------------------------------------------------------------------
+    def forward(self, *args, **kwargs):
+        """The computation the module performs; every subclass defines it."""
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # -- registration ------------------------------------------------------------------------------
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Add a buffer: state that is not a parameter (BatchNorm's running statistics). A persistent buffer is
+        part of the `state_dict`; every buffer is a leaf of the module's pytree.
+
+        >>> m = aotjax.nn.Module()
+        >>> m.register_buffer("step", aotjax.zeros(()), persistent=False)
+        >>> list(m.state_dict()), [n for n, _ in m.named_buffers()]
+        ([], ['step'])
+        """
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        _check_name("buffer", name, self)
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' (aotjax Tensor or None "
+                            f"required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add a parameter (or None: a declared but absent parameter, such as `bias=False`'s).
+
+        >>> m = aotjax.nn.Module()
+        >>> m.register_parameter("w", aotjax.nn.Parameter(aotjax.zeros(2)))
+        >>> [n for n, _ in m.named_parameters()]
+        ['w']
+        """
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        _check_name("parameter", name, self)
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+                            f"(aotjax.nn.Parameter or None required)")
+        self._parameters[name] = param
+
+    def add_module(self, name: str, module: "Module | None") -> None:
+        """Add a submodule (or None) under `name`, as attribute assignment does.
+
+        >>> m = aotjax.nn.Module()
+        >>> m.add_module("fc", aotjax.nn.Linear(2, 2))
+        >>> [n for n, _ in m.named_children()]
+        ['fc']
+        """
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        if "_modules" not in self.__dict__:
+            raise AttributeError("cannot assign module before Module.__init__() call")
+        _check_name("module", name, self)
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    # -- attributes --------------------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        state = self.__dict__
+        for kind in _STATE_DICTS:
+            table = state.get(kind)
+            if table is not None and name in table:
+                return table[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        state = self.__dict__
+        params = state.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._forget(name, keep="_parameters")
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' (aotjax.nn.Parameter or "
+                                f"None expected); wrap it, `aotjax.nn.Parameter(t)`, or write into the parameter "
+                                f"in place, `self.{name}.copy_(t)`")
+            params[name] = None
+        elif isinstance(value, Module):
+            if state.get("_modules") is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._forget(name, keep="_modules")
+            self._modules[name] = value
+        elif name in state.get("_modules", ()):
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' (aotjax.nn.Module or "
+                                f"None expected)")
+            self._modules[name] = None
+        elif name in state.get("_buffers", ()):
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' (aotjax Tensor or None "
+                                f"expected)")
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _forget(self, name: str, keep: str) -> None:
+        """Remove `name` from the plain attributes and every registry but `keep` (a name changes kind)."""
+        self.__dict__.pop(name, None)
+        for kind in _STATE_DICTS:
+            if kind != keep:
+                self.__dict__[kind].pop(name, None)
+        self._non_persistent_buffers_set.discard(name)
+
+    def __delattr__(self, name: str) -> None:
+        for kind in _STATE_DICTS:
+            table = self.__dict__.get(kind)
+            if table is not None and name in table:
+                del table[name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        names = list(super().__dir__())
+        for kind in _STATE_DICTS:
+            names.extend(self.__dict__.get(kind, {}))
+        return sorted(set(n for n in names if not n[0].isdigit()))
+
+    # -- traversal ---------------------------------------------------------------------------------
+    def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True):
+        """`(name, module)` for this module and every submodule, depth first (each module once unless
+        `remove_duplicate=False`).
+
+        >>> [n for n, _ in aotjax.nn.Sequential(aotjax.nn.Linear(1, 1), aotjax.nn.ReLU()).named_modules()]
+        ['', '0', '1']
+        """
+        if memo is None:
+            memo = set()
+        if id(self) in memo:
+            return
+        if remove_duplicate:
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
+
+    def modules(self) -> Iterator["Module"]:
+        """This module and every submodule, depth first."""
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        """`(name, module)` for the direct submodules."""
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self) -> Iterator["Module"]:
+        """The direct submodules."""
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, kind: str, prefix: str, recurse: bool, remove_duplicate: bool):
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [
+            (prefix, self)]
+        seen = set()
+        for module_prefix, module in modules:
+            for name, value in module.__dict__[kind].items():
+                if value is None or id(value) in seen:
+                    continue
+                if remove_duplicate:
+                    seen.add(id(value))
+                yield module_prefix + ("." if module_prefix else "") + name, value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """`(name, parameter)` pairs, this module's first, then each submodule's (depth first); a parameter
+        shared by several modules comes once unless `remove_duplicate=False`.
+
+        >>> [(n, tuple(p.shape)) for n, p in aotjax.nn.Linear(3, 2).named_parameters()]
+        [('weight', (2, 3)), ('bias', (2,))]
+        """
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """The parameters, in `named_parameters` order.
+
+        >>> sum(p.numel() for p in aotjax.nn.Linear(3, 2).parameters())
+        8
+        """
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """`(name, buffer)` pairs (non-persistent buffers included), in `named_parameters`' order.
+
+        >>> [n for n, _ in aotjax.nn.BatchNorm1d(2).named_buffers()]
+        ['running_mean', 'running_var', 'num_batches_tracked']
+        """
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """The buffers, in `named_buffers` order."""
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def get_submodule(self, target: str) -> "Module":
+        """The submodule at the dotted path `target` (`""` is this module).
+
+        >>> net = aotjax.nn.Sequential(aotjax.nn.Linear(1, 1))
+        >>> net.get_submodule("0") is net[0]
+        True
+        """
+        module = self
+        if target == "":
+            return module
+        for item in target.split("."):
+            if not hasattr(module, item):
+                raise AttributeError(f"{module._get_name()} has no attribute `{item}`")
+            module = getattr(module, item)
+            if not isinstance(module, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return module
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path `target`.
+
+        >>> aotjax.nn.Sequential(aotjax.nn.Linear(2, 1)).get_parameter("0.bias").shape
+        (1,)
+        """
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        param = getattr(module, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path `target`.
+
+        >>> aotjax.nn.BatchNorm1d(3).get_buffer("running_var")
+        tensor([1., 1., 1.])
+        """
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        if name not in module._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return module._buffers[name]
+
+    # -- state dicts -------------------------------------------------------------------------------
+    def state_dict(self, destination: dict | None = None, prefix: str = "", keep_vars: bool = False) -> dict:
+        """An ordered dict of the parameters and persistent buffers by dotted name, in PyTorch's order (each
+        module's parameters, then its buffers, then its submodules'). The values are detached views sharing the
+        tensors' storage (as PyTorch's: writing into one writes into the module); `keep_vars=True` gives the
+        tensors themselves.
+
+        >>> list(aotjax.nn.BatchNorm1d(2).state_dict())
+        ['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']
+        """
+        if destination is None:
+            destination = OrderedDict()
+        for name, param in self._parameters.items():
+            if param is not None:
+                destination[prefix + name] = param if keep_vars else param.detach()
+        for name, buf in self._buffers.items():
+            if buf is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = buf if keep_vars else buf.detach()
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        return destination
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
+        """Copy the values of `state_dict` (tensors, NumPy arrays, ... by dotted name) into the module's
+        parameters and persistent buffers, in place (cast to each tensor's dtype); `assign=True` makes the
+        module hold the given tensors instead. With `strict`, missing or unexpected keys are an error; a shape
+        mismatch always is. Returns `(missing_keys, unexpected_keys)`.
+
+        >>> fc = aotjax.nn.Linear(2, 1)
+        >>> fc.load_state_dict({"weight": [[1.0, 2.0]], "bias": [0.5]})
+        <All keys matched successfully>
+        >>> fc.bias
+        Parameter containing:
+        tensor([0.5])
+        """
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "items"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing: list = []
+        unexpected: list = []
+        errors: list = []
+        self._load(dict(state_dict), "", assign, missing, unexpected, errors)
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                type(self).__name__, "\n\t".join(errors)))
+        return _IncompatibleKeys(missing, unexpected)
+
+    def _load(self, state_dict: dict, prefix: str, assign: bool, missing: list, unexpected: list,
+              errors: list) -> None:
+        local = {name: p for name, p in self._parameters.items() if p is not None}
+        local.update((name, b) for name, b in self._buffers.items()
+                     if b is not None and name not in self._non_persistent_buffers_set)
+        for name, target in local.items():
+            key = prefix + name
+            if key not in state_dict:
+                missing.append(key)
+                continue
+            self._load_one(name, key, target, state_dict[key], assign, errors)
+        for key in state_dict:
+            if key.startswith(prefix):
+                head = key[len(prefix):].split(".", 1)[0]
+                if head not in self._modules and head not in local:
+                    unexpected.append(key)
+        for name, module in self._modules.items():
+            if module is not None:
+                child = prefix + name + "."
+                module._load({k: v for k, v in state_dict.items() if k.startswith(child)}, child, assign, missing,
+                             unexpected, errors)
+
+    def _load_one(self, name: str, key: str, target: Tensor, value, assign: bool, errors: list) -> None:
+        try:
+            # NOTE: arrays are made in the target's dtype: a checkpoint's int64 count loads into an int32 buffer
+            # without jax's 64-bit-truncation warning
+            value = value if isinstance(value, Tensor) else tensor(value, dtype=target.dtype)
+        except (TypeError, ValueError):
+            errors.append(f'While copying the parameter named "{key}", expected a Tensor or an array-like object '
+                          f'from checkpoint but received {type(value)}')
+            return
+        if tuple(value.shape) != tuple(target.shape):
+            errors.append(f"size mismatch for {key}: copying a param with shape {list(value.shape)} from "
+                          f"checkpoint, the shape in current model is {list(target.shape)}.")
+            return
+        if not assign:
+            target.copy_(value)
+        elif isinstance(target, Parameter):
+            setattr(self, name, value if isinstance(value, Parameter) else Parameter(value, target.requires_grad))
+        else:
+            self._buffers[name] = value
+
+    # -- modes and conversions ---------------------------------------------------------------------
+    def train(self, mode: bool = True) -> "Module":
+        """Set training mode (`mode=True`) or evaluation mode on this module and every submodule; returns
+        self. Dropout and BatchNorm behave differently in each.
+
+        >>> aotjax.nn.Dropout().train(False).training
+        False
+        """
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self) -> "Module":
+        """Evaluation mode: `train(False)`.
+
+        >>> aotjax.nn.BatchNorm1d(2).eval().training
+        False
+        """
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        """Set every parameter's `requires_grad` flag (informational: aotjax has no autograd tape; gradients
+        come from `aotjax.grad` of a function of the parameters); returns self.
+
+        >>> all(not p.requires_grad for p in aotjax.nn.Linear(1, 1).requires_grad_(False).parameters())
+        True
+        """
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Does nothing: aotjax tensors have no `.grad` to zero. Gradients are the values `aotjax.grad` /
+        `value_and_grad` return, fresh at each call (kept for ported training loops).
+
+        >>> aotjax.nn.Linear(1, 1).zero_grad()
+        """
+
+    def apply(self, fn: Callable[["Module"], None]) -> "Module":
+        """Call `fn` on every submodule (children first) and then on this module; returns self.
+
+        >>> seen = []
+        >>> _ = aotjax.nn.Sequential(aotjax.nn.ReLU()).apply(lambda m: seen.append(type(m).__name__))
+        >>> seen
+        ['ReLU', 'Sequential']
+        """
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, *args, **kwargs) -> "Module":
+        """Convert the floating-point parameters and buffers to `dtype` (`to(dtype)` or `to(dtype=...)`), in
+        place: each keeps its identity (as PyTorch's `param.data = ...`), so an optimizer holding them sees the
+        conversion. A `device` (a string, or `device=`) is accepted and ignored: aotjax keeps arrays where jax
+        puts them. Returns self.
+
+        >>> fc = aotjax.nn.Linear(2, 2).to(aotjax.float16)
+        >>> fc.weight.dtype
+        dtype('float16')
+        """
+        dtype = kwargs.pop("dtype", None)
+        kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"Module.to: unexpected keyword arguments {sorted(kwargs)}")
+        for arg in args:
+            if isinstance(arg, Tensor):
+                dtype = arg.dtype
+            elif not _is_device(arg):
+                dtype = arg
+        if dtype is None:
+            return self
+        dtype = to_dtype(dtype, "Module.to")
+        if not is_float(dtype):
+            raise TypeError(f"Module.to: only floating-point dtypes are accepted, got {dtype}")
+        return self._convert(lambda t: is_float(t.dtype), dtype)
+
+    def float(self) -> "Module":
+        """Floating-point parameters and buffers to float32; returns self."""
+        return self._convert(lambda t: is_float(t.dtype), np.float32)
+
+    def double(self) -> "Module":
+        """Floating-point parameters and buffers to float64 (float32 without jax's x64 mode); returns self."""
+        return self._convert(lambda t: is_float(t.dtype), np.float64)
+
+    def half(self) -> "Module":
+        """Floating-point parameters and buffers to float16; returns self."""
+        return self._convert(lambda t: is_float(t.dtype), np.float16)
+
+    def bfloat16(self) -> "Module":
+        """Floating-point parameters and buffers to bfloat16; returns self."""
+        return self._convert(lambda t: is_float(t.dtype), "bfloat16")
+
+    def _convert(self, which: Callable[[Tensor], bool], dtype) -> "Module":
+        for module in self.modules():
+            for kind in ("_parameters", "_buffers"):
+                table = module.__dict__[kind]
+                for name, t in table.items():
+                    if t is not None and which(t):
+                        table[name] = _converted(t, dtype)
+        return self
+
+    # -- printing ----------------------------------------------------------------------------------
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def extra_repr(self) -> str:
+        """The module's own line in its repr (its hyperparameters); subclasses override it."""
+        return ""
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): " + _indent(repr(module), 2) for name, module in self._modules.items()]
+        lines = extra_lines + child_lines
+        body = ""
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                body = extra_lines[0]
+            else:
+                body = "\n  " + "\n  ".join(lines) + "\n"
+        return f"{self._get_name()}({body})"
+
+
+def _indent(text: str, spaces: int) -> str:
+    first, *rest = text.split("\n")
+    return "\n".join([first] + [" " * spaces + line for line in rest])
+
+
+def _is_device(arg) -> bool:
+    return isinstance(arg, str) and arg.split(":")[0] in ("cpu", "cuda", "gpu", "tpu", "mps", "xla", "meta") or \
+        type(arg).__name__ in ("device", "Device")
+
+
+def _converted(t: Tensor, dtype) -> Tensor:
+    """`t` converted to `dtype`; an eager tensor keeps its identity (its slots take the converted value's)."""
+    new = t.to(dtype)
+    if new is t or isinstance(t, Tracer):
+        return new
+    t._init_slots(new._aval, new._strides, new._offset, storage=new._storage, chain=new._chain)
+    return t
+
+
+# -- the pytree ------------------------------------------------------------------------------------
+def _frozen(value) -> Any:
+    """A hashable stand-in for an attribute value, equal for equal values: lists and tuples by their items,
+    dicts by their sorted items, sets as frozensets, arrays by shape, dtype and bytes; tensors and other
+    unhashable objects by identity."""
+    if isinstance(value, Tensor):
+        return ("tensor", id(value))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__,) + tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return ("dict",) + tuple((k, _frozen(v)) for k, v in value.items())
+    if isinstance(value, (set, frozenset)):
+        return ("set", frozenset(_frozen(v) for v in value))
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.shape, value.dtype.str, value.tobytes())
+    try:
+        hash(value)
+    except TypeError:
+        return ("id", id(value))
+    return value
+
+
+class _ModuleDef:
+    """The static part of a module's pytree: its class, the names of its children (parameters, buffers,
+    submodules) and its other attributes. Equal (and equally hashed) when all of these are equal by value."""
+
+    __slots__ = ("cls", "names", "attrs", "_key")
+
+    def __init__(self, cls: type, names: tuple, attrs: dict):
+        self.cls, self.names, self.attrs = cls, names, attrs
+        self._key = (cls, names, tuple((k, type(v), _frozen(v)) for k, v in attrs.items()))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _ModuleDef) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        return f"{self.cls.__name__}({', '.join(n for names in self.names for n in names)})"
+
+
+def _flatten_with_keys(module: Module):
+    state = module.__dict__
+    names = tuple(tuple(state[kind]) for kind in _STATE_DICTS)
+    attrs = {k: v for k, v in state.items() if k not in _STATE_DICTS}
+    children = [(type(module)._pytree_key(name), table[name])
+                for kind, table in ((kind, state[kind]) for kind in _STATE_DICTS) for name in table]
+    return children, _ModuleDef(type(module), names, attrs)
+
+
+def _flatten(module: Module):
+    state = module.__dict__
+    names = tuple(tuple(state[kind]) for kind in _STATE_DICTS)
+    attrs = {k: v for k, v in state.items() if k not in _STATE_DICTS}
+    return [v for kind in _STATE_DICTS for v in state[kind].values()], _ModuleDef(type(module), names, attrs)
+
+
+def _unflatten(definition: _ModuleDef, children) -> Module:
+    module = object.__new__(definition.cls)
+    state = module.__dict__
+    state.update(definition.attrs)
+    if "_non_persistent_buffers_set" in state:
+        state["_non_persistent_buffers_set"] = set(state["_non_persistent_buffers_set"])
+    children = iter(children)
+    for kind, names in zip(_STATE_DICTS, definition.names):
+        state[kind] = {name: next(children) for name in names}
+    return module
+
+
+def _register_pytree(cls: type) -> None:
+    jax.tree_util.register_pytree_with_keys(cls, _flatten_with_keys, _unflatten, _flatten)
+
+
+_register_pytree(Module)

@@ -1,0 +1,12 @@
+"""The layers of `aotjax.nn`, one file per family as in `torch.nn.modules`."""
+from aotjax.nn.modules.activation import GELU, MultiheadAttention, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from aotjax.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d
+from aotjax.nn.modules.container import ModuleDict, ModuleList, Sequential
+from aotjax.nn.modules.dropout import Dropout
+from aotjax.nn.modules.linear import Identity, Linear
+from aotjax.nn.modules.normalization import LayerNorm, RMSNorm
+from aotjax.nn.modules.sparse import Embedding
+
+__all__ = ["Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d", "Dropout",
+           "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "MultiheadAttention", "Sequential", "ModuleList",
+           "ModuleDict"]
