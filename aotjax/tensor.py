@@ -274,6 +274,11 @@ class Tensor:
         return self
 
 
+def is_eager(x) -> bool:
+    """Whether `x` is an eager tensor (a `Tensor` or a subclass such as `nn.Parameter`, not a tracer)."""
+    return type(x) is Tensor or (isinstance(x, Tensor) and not isinstance(x, Tracer))
+
+
 def _tracer_conversion(what: str):
     def conversion(self, *args, **kwargs):
         raise self._concrete_error(what)

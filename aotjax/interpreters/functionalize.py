@@ -23,7 +23,7 @@ from aotjax.core.interpreter import Trace, Tracer, below, bind, grad_mode
 from aotjax.core.primitive import Kind, abstract_eval
 from aotjax.core.source_info import where
 from aotjax.interpreters import hooks
-from aotjax.tensor import Tensor, record_layout, view_layout
+from aotjax.tensor import Tensor, is_eager, record_layout, view_layout
 
 
 class FunctionalStorage:
@@ -99,6 +99,7 @@ class FunctionalizeTrace(Trace):
     # function captures is passed to `capture(val)`, which makes its storage an implicit input of the program and
     # returns the functional tensor to read (None: it stays a read-only constant).
     capture = None
+    capture_tracers = False  # NOTE: set by a transform that runs inside others (grad, vmap): see `_live`
     # NOTE: set by a boundary that constrains what may be written where (vmap: no batched value into an unbatched
     # tensor): `check_write(prim, t, value)` runs before `value` (a value of the levels below) is written into `t`.
     check_write = None
@@ -116,7 +117,7 @@ class FunctionalizeTrace(Trace):
             argument = self.arguments.get(views.storage_key(val)) if self.arguments else None
             if argument is not None:
                 return self._argument_view(val, *argument)
-            if self.capture is not None and type(val) is Tensor:
+            if self.capture is not None and self._live(val):
                 implicit = self.capture(val)
                 if implicit is not None:
                     return implicit
@@ -127,7 +128,13 @@ class FunctionalizeTrace(Trace):
     lift = pure
 
     def writes_captured(self, x) -> bool:
-        return self.capture is not None and type(x) is Tensor  # NOTE: an eager tensor becomes an implicit input
+        return self.capture is not None and self._live(x)  # NOTE: an eager tensor becomes an implicit input
+
+    def _live(self, x) -> bool:
+        """Whether `x`, captured, is live state here: an eager tensor, or (`capture_tracers`) a tensor of an enclosing
+        functionalize (a jitted step's module buffer, captured by `grad` inside it)."""
+        return is_eager(x) or (self.capture_tracers and isinstance(x, FunctionalTensor)
+                               and x._trace.main.level < self.main.level)
 
     def is_captured(self, tracer) -> bool:
         return tracer._storage.captured

@@ -36,7 +36,7 @@ from aotjax.core.primitive import Kind, Primitive, abstract_eval
 from aotjax.core.source_info import SourceInfo, user_source_info, where
 from aotjax.core.typecheck import typecheck, typecheck_enabled
 from aotjax.interpreters.trace import trace_flat
-from aotjax.tensor import Tensor, record_layout
+from aotjax.tensor import Tensor, is_eager, record_layout
 
 __all__ = ["PartialVal", "PartialEvalTracer", "PartialEvalTrace", "PartialEvalRule", "partial_eval_rules",
            "ResidualSource", "partial_eval_flat", "SplitJaxpr", "partial_eval_jaxpr",
@@ -77,7 +77,7 @@ class ResidualSource(NamedTuple):
 def _literal_value(val):
     """`val` as the NumPy scalar it is inlined as (`scalar_literal`, as in the trace interpreter), or None
     if it is not a scalar constant."""
-    if type(val) is Tensor and not val.shape:  # NOTE: a concrete 0-d tensor (a rule's scalar operand)
+    if is_eager(val) and not val.shape:  # NOTE: a concrete 0-d tensor (a rule's scalar operand)
         return val.numpy()[()]
     return scalar_literal(val)
 

@@ -32,7 +32,7 @@ from aotjax.interpreters.eval import read, write
 from aotjax.interpreters.functionalize import FunctionalStorage, FunctionalTensor, current_value, note_snapshot
 from aotjax.ops._frontend import bind_inplace
 from aotjax.ops.indexing import copy__p
-from aotjax.tensor import Tensor
+from aotjax.tensor import Tensor, is_eager
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -354,7 +354,7 @@ def _metadata_mutation_of(view_prim):
 def write_back(target, new_base) -> None:
     """Make `new_base` the value of the caller's `target`. An eager base tensor takes the new buffer
     (no copy: with donation the executable wrote it in place); anything else gets a `copy_`."""
-    if type(target) is Tensor and not isinstance(new_base, Tensor):
+    if is_eager(target) and not isinstance(new_base, Tensor):
         if not target._chain:
             storage = target._storage
             storage.base, storage.owned = new_base, True
@@ -380,7 +380,7 @@ def entry_bases(groups: list[InputGroup], leaves: list) -> list:
 def snapshot(x):
     """A new tensor with `x`'s current value and layout, sharing no storage with it (no data is copied:
     the underlying arrays are immutable)."""
-    if type(x) is Tensor:
+    if is_eager(x):
         t = Tensor._wrap(read(x), owned=False)  # NOTE: the buffer is still `x`'s: never donated as the snapshot's
         note_snapshot(t, x)
     elif isinstance(x, FunctionalTensor):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
 from aotjax.core.avals import get_aval
 from aotjax.core.interpreter import Tracer, find_top_trace
-from aotjax.tensor import Tensor
+from aotjax.tensor import Tensor, is_eager
 
 
 def call_key(leaves: list) -> tuple | None:
@@ -23,7 +23,7 @@ def call_key(leaves: list) -> tuple | None:
     sig = []
     shared = False
     for i, x in enumerate(leaves):
-        if type(x) is Tensor or (isinstance(x, Tensor) and not isinstance(x, Tracer)):
+        if is_eager(x):
             aval = x._aval
             if aval is None:  # NOTE: a base: its array has the shape, no aval is built
                 aval = x._storage.base if not x._chain else x.aval

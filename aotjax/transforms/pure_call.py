@@ -51,6 +51,7 @@ class PureCall:
             inner = boundary.enter(main.trace, self.groups, list(bases), self.leaves, self.layouts)
             # NOTE: captured eager tensors are live state: read where they are (a transform below, jit's, makes them
             # its implicit inputs), written back after the call like arguments; never differentiated.
+            main.trace.capture_tracers = True
             main.trace.capture = functools.partial(capture_live, main.trace, self.groups, self.leaves, inner,
                                                    as_it_is)
             if self.on_enter is not None:

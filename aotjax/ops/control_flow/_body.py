@@ -37,7 +37,7 @@ from aotjax.interpreters.functionalize import FunctionalizeTrace, FunctionalStor
 from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
 from aotjax.ops._frontend import bind_inplace
 from aotjax.ops.indexing import copy__p
-from aotjax.tensor import Tensor
+from aotjax.tensor import Tensor, is_eager
 
 __all__ = ["Body", "trace_body", "write_back", "caller_base", "memory_of", "memory_key", "describe_path"]
 
@@ -91,7 +91,7 @@ def caller_base(x):
     """The caller-level tensor that is the whole storage of `x` (no view chain): what a write-back goes to."""
     if isinstance(x, FunctionalTensor):
         return x if not x._chain else FunctionalTensor(x._trace, x._storage, (), get_aval(x._storage.base))
-    if type(x) is Tensor:
+    if is_eager(x):
         if not x._chain:
             return x
         t = Tensor._wrap(None)
