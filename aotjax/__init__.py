@@ -1,4 +1,5 @@
 """aotjax: PyTorch-style mutable tensors under JAX-style composable function transforms."""
+import aotjax.func as func  # noqa: F401
 import aotjax.nn as nn  # noqa: F401  (the package; `from aotjax.ops import *` brings the aotjax.ops.nn module)
 import aotjax.optim as optim  # noqa: F401
 import aotjax.partition as partition  # noqa: F401

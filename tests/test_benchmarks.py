@@ -15,6 +15,7 @@ SCRIPTS = [
     ("eager_overhead.py", ["--number", "10", "--repeat", "1", "--size", "4"]),
     ("scan_layers.py", ["--quick", "--number", "2", "--repeat", "2"]),
     ("vmap.py", ["--quick", "--number", "2", "--repeat", "2"]),
+    ("train_step.py", ["--quick", "--number", "2", "--repeat", "2"]),
 ]
 
 

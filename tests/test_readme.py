@@ -19,3 +19,4 @@ def test_readme_tour_runs():
     printed = out.getvalue()
     assert "tensor([[10.,  2.]" in printed and "select_scatter" in printed and "a is written" in printed
     assert "(3, 2) 0.2" in printed and "cotangent[w]" in printed
+    assert "1 True 20" in printed  # the training step: compiled once, its loss falls, BatchNorm counted each step

@@ -494,9 +494,11 @@ def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler:
 def aot_module(mod: Any, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None,
                partition_fn: Callable | None = None, decompositions: dict | None = None, **unused: Any) -> Callable:
     """Compile a module's call with its parameters and buffers lifted to inputs (AOTAutograd's
-    `aot_module`). A module is any object with a `params` attribute (a pytree of Tensors), optionally
-    `buffers` (a pytree of Tensors it may update in place, e.g. running statistics), and a `forward`
-    method or `__call__`. Buffers written in place are written back to the module's tensors.
+    `aot_module`), read at every call. The module is an `aotjax.nn.Module` (its `named_parameters()` and
+    `named_buffers()`, called through `aotjax.func.functional_call`), or any object with a `params` attribute
+    (a pytree of Tensors), optionally `buffers` (a pytree of Tensors it may update in place, e.g. running
+    statistics), and a `forward` method or `__call__`. Buffers written in place are written back to the module's
+    tensors.
 
     >>> class Scale:
     ...     def __init__(self):
@@ -510,6 +512,22 @@ def aot_module(mod: Any, fw_compiler: Callable | None = None, bw_compiler: Calla
     >>> f(aotjax.ones(2)), m.buffers["calls"]
     (tensor(2.), tensor(1.))
     """
+    if hasattr(mod, "named_parameters") and hasattr(mod, "named_buffers"):
+        # NOTE: aotjax.func calls modules, a layer above the transforms: imported when a module is compiled
+        from aotjax.func import functional_call as call_with
+
+        def module_call(params, buffers, *args, **kwargs):
+            return call_with(mod, (params, buffers), args, kwargs)
+
+        compiled_module = aot_function(module_call, fw_compiler, bw_compiler, partition_fn, decompositions)
+
+        @functools.wraps(mod.forward)
+        def call_module(*args, **kwargs):
+            return compiled_module(dict(mod.named_parameters()), dict(mod.named_buffers()), *args, **kwargs)
+
+        call_module.compiled = compiled_module
+        return call_module
+
     forward = getattr(mod, "forward", None) or mod.__call__
 
     def functional_call(params, buffers, *args, **kwargs):

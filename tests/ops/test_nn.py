@@ -325,5 +325,5 @@ def test_causal_mask_is_staged():
 
 def test_functional_namespace():
     assert set(F.__all__) == {"softmax", "log_softmax", "layer_norm", "rms_norm", "dropout", "cross_entropy",
-                              "mse_loss", "embedding", "scaled_dot_product_attention"}
+                              "mse_loss", "embedding", "scaled_dot_product_attention", "linear", "batch_norm"}
     assert aotjax.nn.functional is F and aotjax.softmax is F.softmax

@@ -1,0 +1,178 @@
+"""A tiny character-level transformer language model, written as PyTorch code is written (`nn.Module`s,
+`AdamW`, dropout from the global generator, a training loop), trained with its whole step compiled as one XLA
+program: `aotjax.jit(train_step)(model, opt, x, y)` updates the parameters, the optimizer's state and the random
+generator in place through donated buffers.
+
+    python examples/char_transformer.py                      # trains on examples/data/lighthouse.txt
+    python examples/char_transformer.py --steps 300 --plot loss.png --sample 200
+
+Porting from PyTorch: `loss.backward(); opt.step()` becomes `loss, grads = aotjax.value_and_grad(loss_fn)(params)`
+and `opt.step(grads)`, where `loss_fn` calls the model with `aotjax.func.functional_call(model, params, (x,))`.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+import aotjax
+import aotjax.nn as nn
+import aotjax.nn.functional as F
+from aotjax.func import functional_call
+
+TEXT = Path(__file__).parent / "data" / "lighthouse.txt"
+
+
+# -- the model ---------------------------------------------------------------------------------------
+class Block(nn.Module):
+    """A pre-norm transformer block: causal self-attention, then an MLP, each added to the residual stream."""
+
+    def __init__(self, width: int, heads: int, dropout: float):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(width)
+        self.attn = nn.MultiheadAttention(width, heads, dropout=dropout, batch_first=True)
+        self.ln2 = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width),
+                                 nn.Dropout(dropout))
+
+    def forward(self, x, mask):
+        h = self.ln1(x)
+        a, _ = self.attn(h, h, h, attn_mask=mask, need_weights=False)
+        x = x + a
+        return x + self.mlp(self.ln2(x))
+
+
+class CharTransformer(nn.Module):
+    def __init__(self, vocab: int, context: int, width: int = 32, heads: int = 4, depth: int = 2,
+                 dropout: float = 0.1):
+        super().__init__()
+        self.context = context
+        self.tok = nn.Embedding(vocab, width)
+        self.pos = nn.Embedding(context, width)
+        self.drop = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList([Block(width, heads, dropout) for _ in range(depth)])
+        self.ln = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = self.drop(self.tok(idx) + self.pos(aotjax.arange(t)))
+        mask = aotjax.ones(t, t).triu(1).bool()  # True: may not attend (a later position)
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.head(self.ln(x))
+
+
+# -- data ----------------------------------------------------------------------------------------------
+def load_text(path: Path = TEXT, limit: int | None = None) -> tuple[np.ndarray, list[str]]:
+    text = path.read_text()[:limit]
+    chars = sorted(set(text))
+    index = {c: i for i, c in enumerate(chars)}
+    return np.array([index[c] for c in text], np.int32), chars
+
+
+def batches(data: np.ndarray, context: int, batch: int, rng: np.random.Generator):
+    while True:
+        starts = rng.integers(0, len(data) - context - 1, size=batch)
+        x = np.stack([data[s:s + context] for s in starts])
+        y = np.stack([data[s + 1:s + context + 1] for s in starts])
+        yield aotjax.tensor(x), aotjax.tensor(y)
+
+
+# -- one training step, compiled whole -----------------------------------------------------------------
+def loss_of(model, params, x, y):
+    logits = functional_call(model, params, (x,))
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+
+
+def train_step(model, opt, x, y):
+    """PyTorch's `loss = ...; loss.backward(); opt.step()`."""
+    params = dict(model.named_parameters())
+    loss, grads = aotjax.value_and_grad(lambda p: loss_of(model, p, x, y))(params)
+    opt.step(grads)
+    return loss
+
+
+def train(steps: int = 200, context: int = 32, batch: int = 16, lr: float = 3e-3, seed: int = 0,
+          limit: int | None = None, progress: bool = True, log=None):
+    """Train a fresh model; returns `(model, losses, chars)`."""
+    aotjax.manual_seed(seed)
+    data, chars = load_text(limit=limit)
+    context = min(context, len(data) - 2)
+    model = CharTransformer(len(chars), context)
+    opt = aotjax.optim.AdamW(model.named_parameters(), lr=lr, weight_decay=0.01)
+    step = aotjax.jit(train_step)
+    stream = batches(data, context, batch, np.random.default_rng(seed))
+    losses = []
+    bar = _progress(range(steps), progress)
+    for _ in bar:
+        x, y = next(stream)
+        losses.append(float(step(model, opt, x, y)))
+        if progress:
+            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+    if log is not None:
+        log(f"compiled the step {step.trace_count} time(s) for {steps} steps")
+    return model, losses, chars
+
+
+def sample(model, chars: list[str], prompt: str = "The ", length: int = 100, temperature: float = 0.8) -> str:
+    """Generate text one character at a time (the model in eval mode: dropout off)."""
+    model.eval()
+    index = {c: i for i, c in enumerate(chars)}
+    ids = [index.get(c, 0) for c in prompt]
+    with aotjax.no_grad():
+        for _ in range(length):
+            window = aotjax.tensor(np.array([ids[-model.context:]], np.int32))
+            logits = model(window)[0, -1] / temperature
+            probs = F.softmax(logits, dim=-1).numpy().astype(np.float64)
+            ids.append(int(np.random.default_rng(len(ids)).choice(len(chars), p=probs / probs.sum())))
+    model.train()
+    return "".join(chars[i] for i in ids)
+
+
+def plot(losses: list[float], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(losses, lw=1)
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy (nats)")
+    ax.set_title("char transformer, aotjax.jit(train_step)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _progress(it, enabled: bool):
+    if not enabled:
+        return it
+    from tqdm import tqdm
+
+    return tqdm(it, desc="training", unit="step")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--plot", type=Path, default=Path("char_transformer_loss.png"))
+    parser.add_argument("--sample", type=int, default=120, help="characters to generate after training")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    model, losses, chars = train(args.steps, lr=args.lr, seed=args.seed, log=print)
+    print(f"trained {args.steps} steps in {time.perf_counter() - start:.1f} s: loss {losses[0]:.3f} -> "
+          f"{np.mean(losses[-10:]):.3f}")
+    plot(losses, args.plot)
+    print(f"loss curve: {args.plot}")
+    if args.sample:
+        print(sample(model, chars, length=args.sample))
+
+
+if __name__ == "__main__":
+    main()
