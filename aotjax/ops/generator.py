@@ -19,6 +19,7 @@ True
 """
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from aotjax.core.interpreter import stack_of_this_thread
@@ -39,7 +40,15 @@ class Generator:
 
     def __init__(self, seed: int = DEFAULT_SEED):
         self._seed = int(seed)
-        self.state = random.key(self._seed)
+        self._state: Tensor | None = None  # NOTE: made at the first use: `import aotjax` compiles nothing
+
+    @property
+    def state(self) -> Tensor:
+        """The key tensor (`u32[2]`) each draw updates in place."""
+        if self._state is None:  # NOTE: eagerly, even when first used inside a trace: the state outlives it
+            seed = np.int64(self._seed).astype(default_int_dtype())
+            self._state = Tensor._wrap(jax.random.PRNGKey(seed))
+        return self._state
 
     def manual_seed(self, seed: int) -> "Generator":
         """Reset the state to the one `seed` gives (in place: compiled functions reading it see the reset)."""

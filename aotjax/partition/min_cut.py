@@ -21,8 +21,6 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-import networkx as nx
-
 from aotjax.core.ir import Eqn, Var
 from aotjax.core.primitive import Recompute, eqn_flops
 from aotjax.partition.split import JointInfo, Partitioned, classify, needed_by_backward, split
@@ -116,6 +114,8 @@ class _Graph:
         """The min cut, with the values in `recompute` (ids) forbidden to be saved; with `allow_all`,
         every equation may be recomputed (so only inputs are saved). A `Recompute.NEVER` equation is
         never recomputed: its results are saved whatever `recompute` and `allow_all` say."""
+        import networkx as nx  # NOTE: imported at the first cut: it costs `import aotjax` 0.2 s
+
         g = nx.DiGraph()
         for key, v in self.values.items():
             free = key in self.primal_ids or key not in self.producer  # inputs and constants
