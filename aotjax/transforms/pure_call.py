@@ -89,14 +89,27 @@ class PureCall:
     def leaf_cotangent(self, i: int, base_cts: list):
         """The cotangent of flat argument `i`: its group's, read through its view if the group shares
         a storage (the documented rule for aliased arguments)."""
-        for gi, g in enumerate(self.groups[:len(self.bases)]):
-            for idxs, chain in zip(g.leaves, g.chains, strict=True):
-                if i in idxs:
-                    ct = base_cts[gi]
-                    if isinstance(ct, Zero) or ct is None:
-                        return zeros_for(self.leaves[i])
-                    return views.apply_chain(_bind, ct, chain) if chain else ct
-        return zeros_for(self.leaves[i])
+        found = self._group_of_leaf().get(i)
+        if found is None:
+            return zeros_for(self.leaves[i])
+        gi, chain = found
+        ct = base_cts[gi]
+        if isinstance(ct, Zero) or ct is None:
+            return zeros_for(self.leaves[i])
+        return views.apply_chain(_bind, ct, chain) if chain else ct
+
+    def _group_of_leaf(self) -> dict:
+        """Flat argument index -> (its group, its view chain in the group), made once per call (a scan of the groups
+        for every argument was quadratic in their number)."""
+        n = len(self.bases)
+        if getattr(self, "_leaf_groups", (None, -1))[1] != n:
+            table = {}
+            for gi, g in enumerate(self.groups[:n]):
+                for idxs, chain in zip(g.leaves, g.chains, strict=True):
+                    for i in idxs:
+                        table.setdefault(i, (gi, chain))
+            self._leaf_groups = (table, n)
+        return self._leaf_groups[0]
 
     def base_tangents(self, leaf_tangents: dict) -> list:
         """Tangents of the groups' bases from tangents of flat arguments (aliased ones summed into
