@@ -56,7 +56,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 from operator import attrgetter
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import jax
 
@@ -87,6 +87,9 @@ from aotjax.transforms.functionalize import Staged, stage_functionalized
 from aotjax.transforms.jit import Jitted, _Entry, _lowered_program, bind_staged
 from aotjax.transforms.joint import compose_joint, linearize_program, transpose_program
 from aotjax.transforms.passes import run_pass
+
+if TYPE_CHECKING:
+    from aotjax.transforms.export import AotExport
 
 
 # -- compilers -----------------------------------------------------------------------------------------
@@ -344,6 +347,29 @@ class AotLowered:
     @property
     def meta(self) -> boundary.BoundaryMeta:
         return self._entry.staged.meta
+
+    def export(self, platforms: tuple[str, ...] | None = None) -> "AotExport":
+        """The forward and the backward as two `aotjax.Exported` pure programs with the labelled signature
+        (`forward.input_names`, `forward.output_names`: the outputs, then the residuals by descriptor;
+        `backward.input_names`: the residuals, then the cotangents), each serializable on its own.
+
+        >>> f = lambda x: (x.sin() ** 2).sum()
+        >>> pair = aotjax.aot(f).lower(aotjax.ones(3)).export()
+        >>> x = aotjax.ones(3)
+        >>> outs = pair.forward.call(x)
+        >>> grads = pair.backward.call(*pair.residuals_from([x], outs), aotjax.tensor(1.0))
+        >>> bool(((grads[0] - aotjax.grad(f)(aotjax.ones(3))).abs() < 1e-6).all())
+        True
+        """
+        # NOTE: export imports jit's input readers; imported here, at use
+        from aotjax.transforms.export import AotExport, export_program
+
+        name = self._entry.staged.jaxpr.meta.name or "fn"
+        forward = export_program(self.forward, f"{name}_forward", self.forward_inputs, self.forward_outputs,
+                                 platforms)
+        backward = export_program(self.backward, f"{name}_backward", self.backward_inputs, self.backward_outputs,
+                                  platforms)
+        return AotExport(forward, backward, self.num_forward_outputs, self.saved_inputs)
 
     @functools.cached_property
     def _signature(self) -> "_Signature":

@@ -1,0 +1,232 @@
+"""`export`: a function's pure program serialized with `jax.export`, beside the boundary table that restores eager
+semantics when the program is called again, in this process or another.
+
+`aotjax.export(f)(*args)` traces `f` for arguments like `args` (functionalized, as `jit` does) and returns an
+`Exported`: the StableHLO program (a `jax.export.Exported`) and the boundary record (which inputs the program
+writes, which outputs are inputs or views of them, the pytrees of the arguments and results). `exp.call(*args)`
+runs it with PyTorch's semantics: written inputs are written in place, aliasing outputs are real views.
+`exp.serialize()` gives bytes; `aotjax.deserialize(blob)` gives the `Exported` back, in a process that never saw
+`f`. Tensors `f` captures are baked into the program as constants (an exported program has no caller's state to
+read): a write into a captured tensor is refused.
+"""
+from __future__ import annotations
+
+import pickle
+import struct
+from typing import Any, Callable
+
+import jax
+
+from aotjax.core.errors import UnsupportedError
+from aotjax.core.primitive import Primitive, all_primitives
+from aotjax.interpreters.eval import read
+from aotjax.lowering.to_jax import avals_to_structs, flat_function
+from aotjax.runtime import boundary
+from aotjax.runtime.boundary import BoundaryMeta, Slot
+from aotjax.tensor import Tensor
+from aotjax.transforms.argnums import fun_name
+from aotjax.transforms.functionalize import stage_functionalized
+from aotjax.transforms.jit import _reader
+
+__all__ = ["export", "deserialize", "Exported", "AotExport"]
+
+_MAGIC = b"AOTJAXEXP"
+_VERSION = 1  # NOTE: the boundary table's format; bump it when `BoundaryMeta` changes shape
+
+
+class Exported:
+    """An exported program and its boundary table. `call(*args, **kwargs)` runs it on arguments with the
+    traced structure, shapes, dtypes and aliasing; `serialize()` gives bytes for `aotjax.deserialize`.
+    `in_avals`/`out_avals` are the pure program's; `input_names` name the call's flat arguments;
+    `mlir_module()` is the StableHLO text."""
+
+    def __init__(self, program: jax.export.Exported, meta: BoundaryMeta | None, in_tree, name: str,
+                 names: tuple[list[str], list[str]] | None = None):
+        self.program, self.meta, self.in_tree, self.name = program, meta, in_tree, name
+        self._names = names
+        if meta is not None:
+            positions = {entry: i for i, entry in enumerate(meta.layout)}
+            self._base_pos = [positions[(Slot.BASE, k)] for k in range(meta.n_bases)]
+            self._mutated_pos = [positions[(Slot.MUTATED, g)] for g in meta.mutated]
+
+    @property
+    def in_avals(self):
+        return self.program.in_avals
+
+    @property
+    def out_avals(self):
+        return self.program.out_avals
+
+    @property
+    def input_names(self) -> list[str]:
+        """The call's flat arguments (a pure program's inputs: their descriptors, `residual[0] ...`)."""
+        return list(self.meta.input_names) if self.meta is not None else list(self._names[0])
+
+    @property
+    def output_names(self) -> list[str]:
+        return list(self.meta.output_names) if self.meta is not None else list(self._names[1])
+
+    def mlir_module(self) -> str:
+        return self.program.mlir_module()
+
+    def call(self, *args, **kwargs) -> Any:
+        """Run the program on `args` with eager semantics restored (see the module's docstring). A pure program
+        (a forward or backward of `aot`) takes its flat inputs in order and returns the list of its outputs."""
+        if self.meta is None:
+            return self._call_pure(args)
+        leaves, in_tree = jax.tree_util.tree_flatten((list(args), kwargs))
+        if in_tree != self.in_tree:
+            raise TypeError(f"export: {self.name} was exported for arguments structured as {self.in_tree}, but was "
+                            f"called with {in_tree}")
+        self._check_pattern(leaves)
+        vals = [read(leaves[i]) for i, read in (_reader(g, False) for g in self.meta.groups)]
+        for k, (v, aval) in enumerate(zip(vals, self.program.in_avals, strict=True)):
+            if tuple(v.shape) != tuple(aval.shape) or v.dtype != aval.dtype:
+                raise TypeError(f"export: {self.name}'s input {self.meta.group_name(k)} must be "
+                                f"{aval.dtype}{list(aval.shape)} as exported, got {v.dtype}{list(v.shape)}")
+        outs = self.program.call(*vals)
+        return boundary.apply(self.meta, leaves, [outs[i] for i in self._mutated_pos],
+                              [outs[i] for i in self._base_pos], wrap=Tensor._wrap)
+
+    def _call_pure(self, args) -> list:
+        if len(args) != len(self.program.in_avals):
+            raise TypeError(f"export: {self.name} takes {len(self.program.in_avals)} inputs "
+                            f"({', '.join(self.input_names)}), got {len(args)}")
+        vals = []
+        for name, a, aval in zip(self.input_names, args, self.program.in_avals, strict=True):
+            v = read_value(a)
+            if tuple(v.shape) != tuple(aval.shape) or v.dtype != aval.dtype:
+                raise TypeError(f"export: {self.name}'s input {name} must be {aval.dtype}{list(aval.shape)} as "
+                                f"exported, got {v.dtype}{list(v.shape)}")
+            vals.append(v)
+        return [Tensor._wrap(o) for o in self.program.call(*vals)]
+
+    def _check_pattern(self, leaves: list) -> None:
+        """The call's aliasing between arguments must be the traced one (the program's inputs are per storage)."""
+        groups = boundary.group_inputs(leaves, scalars=True)
+        want = [(g.leaves, g.chains, g.synthetic) for g in self.meta.groups]
+        if [(g.leaves, g.chains, g.synthetic) for g in groups] != want:
+            raise TypeError(f"export: {self.name} was exported for arguments that share memory in another way "
+                            f"(which tensors are views of which); pass arguments aliased as when exported")
+
+    def serialize(self) -> bytes:
+        """Bytes holding the StableHLO program and the boundary table (`aotjax.deserialize` reads them)."""
+        table = pickle.dumps({"version": _VERSION, "meta": self.meta, "in_tree": self.in_tree, "name": self.name,
+                              "names": self._names})
+        program = bytes(self.program.serialize())
+        return _MAGIC + struct.pack("<IQ", _VERSION, len(program)) + program + table
+
+    def __repr__(self) -> str:
+        return f"Exported({self.name}: {len(self.meta.groups)} inputs, {len(self.meta.outputs)} outputs)"
+
+
+def deserialize(blob: bytes) -> "Exported | AotExport":
+    """An `Exported` from `Exported.serialize()`'s bytes (an `AotExport` from `AotExport.serialize()`'s).
+
+    >>> f = lambda x: x.mul_(2).sum()
+    >>> blob = aotjax.export(f)(aotjax.ones(3)).serialize()
+    >>> x = aotjax.ones(3)
+    >>> aotjax.deserialize(blob).call(x), x
+    (tensor(6.), tensor([2., 2., 2.]))
+    """
+    blob = bytes(blob)
+    if blob.startswith(_PAIR_MAGIC):
+        table = pickle.loads(blob[len(_PAIR_MAGIC):])
+        return AotExport(deserialize(table["forward"]), deserialize(table["backward"]), table["num_outputs"],
+                         table["saved_inputs"])
+    if not blob.startswith(_MAGIC):
+        raise ValueError("deserialize: these bytes are not an aotjax export (Exported.serialize() makes them)")
+    head = len(_MAGIC)
+    version, n = struct.unpack_from("<IQ", blob, head)
+    if version != _VERSION:
+        raise ValueError(f"deserialize: the export's boundary format is version {version}; this aotjax reads "
+                         f"version {_VERSION}")
+    start = head + struct.calcsize("<IQ")
+    program = jax.export.deserialize(bytearray(blob[start:start + n]))
+    table = pickle.loads(blob[start + n:])
+    return Exported(program, table["meta"], table["in_tree"], table["name"], table["names"])
+
+
+def export(fun: Callable, *, platforms: tuple[str, ...] | None = None) -> Callable[..., Exported]:
+    """`export(f)(*args, **kwargs)`: trace `f` for arguments like these and export its program (see the module's
+    docstring). `platforms` as `jax.export.export`'s (default: this machine's backend).
+
+    >>> def step(x, buf):
+    ...     buf.add_(x)
+    ...     return buf[0]
+    >>> exp = aotjax.export(step)(aotjax.ones(2), aotjax.zeros(2))
+    >>> buf = aotjax.zeros(2)
+    >>> first = exp.call(aotjax.ones(2), buf)
+    >>> buf, first
+    (tensor([1., 1.]), tensor(1.))
+    >>> buf[0] is not first, float(buf[0]) == float(first)   # an output viewing an input is a view of it
+    (True, True)
+    """
+    def exporter(*args, **kwargs) -> Exported:
+        staged = stage_functionalized(fun, args, kwargs, (), "export", live=False)
+        meta = staged.meta
+        n_explicit = len(meta.groups) - len(staged.implicit)
+        if any(g >= n_explicit for g in meta.mutated):
+            raise UnsupportedError(f"export: {fun_name(fun)} writes a tensor it captures; an exported program has no "
+                                   f"caller's state to write back: pass that tensor as an argument")
+        staged.release()
+        program = jax.export.export(jax.jit(flat_function(staged.jaxpr)), platforms=platforms)(
+            *avals_to_structs(staged.jaxpr.in_avals))
+        in_tree = jax.tree_util.tree_structure((list(args), kwargs))
+        return Exported(program, meta, in_tree, fun_name(fun))
+
+    return exporter
+
+
+class AotExport:
+    """`aot(f).lower(*args).export()`: the forward and the backward as `Exported` pure programs. `num_outputs`
+    forward outputs come before the residuals it returns; `saved_inputs[k]` is the index of the primal input that
+    residual k is (passed to the backward by the caller), or None (the forward returns it). `residuals_from(
+    primals, forward_outputs)` gives the backward's residual inputs; `serialize()` gives bytes for
+    `aotjax.deserialize`."""
+
+    def __init__(self, forward: Exported, backward: Exported, num_outputs: int, saved_inputs: list):
+        self.forward, self.backward = forward, backward
+        self.num_outputs, self.saved_inputs = num_outputs, list(saved_inputs)
+
+    def residuals_from(self, primals, forward_outputs) -> list:
+        returned = iter(forward_outputs[self.num_outputs:])
+        return [primals[i] if i is not None else next(returned) for i in self.saved_inputs]
+
+    def serialize(self) -> bytes:
+        table = pickle.dumps({"forward": self.forward.serialize(), "backward": self.backward.serialize(),
+                              "num_outputs": self.num_outputs, "saved_inputs": self.saved_inputs})
+        return _PAIR_MAGIC + table
+
+    def __repr__(self) -> str:
+        return f"AotExport({self.forward.name}, {self.backward.name})"
+
+
+_PAIR_MAGIC = b"AOTJAXPAIR"
+
+
+def export_program(closed, name: str, input_names: list[str], output_names: list[str],
+                   platforms: tuple[str, ...] | None = None) -> Exported:
+    """A pure program (a ClosedJaxpr: `aot`'s forward or backward) exported, its inputs and outputs named by
+    their descriptors."""
+    program = jax.export.export(jax.jit(flat_function(closed)), platforms=platforms)(*avals_to_structs(closed.in_avals))
+    return Exported(program, None, None, name, (list(input_names), list(output_names)))
+
+
+def read_value(x):
+    """A call argument's value: a Tensor's array, or an array as it is."""
+    return read(x) if isinstance(x, Tensor) else jax.numpy.asarray(x)
+
+
+def _primitive_named(name: str) -> Primitive:
+    for p in all_primitives():
+        if p.name == name:
+            return p
+    raise ValueError(f"deserialize: the export uses the primitive '{name}', which this aotjax does not define")
+
+
+def _reduce_primitive(p: Primitive):
+    return _primitive_named, (p.name,)
+
+
+Primitive.__reduce__ = _reduce_primitive  # NOTE: a boundary table's view steps name their primitives
