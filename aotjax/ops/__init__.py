@@ -15,6 +15,7 @@ from aotjax.ops import (
     reduction,
     remat,
     shape,
+    sorting,
     views,
 )
 from aotjax.ops._frontend import *  # noqa: F403
@@ -27,10 +28,11 @@ from aotjax.ops.nn import *  # noqa: F403
 from aotjax.ops.promotion import default_float_dtype, default_int_dtype, result_type
 from aotjax.ops.reduction import *  # noqa: F403
 from aotjax.ops.shape import *  # noqa: F403
+from aotjax.ops.sorting import *  # noqa: F403
 from aotjax.ops.views import *  # noqa: F403
 
 # NOTE: what `from aotjax.ops import *` gives: the op functions, not the family modules (so that the
 # `aotjax.ops.nn` module never shadows the `aotjax.nn` package, whatever the import order).
 __all__ = [name for family in (_frontend, creation, elementwise, generator, indexing, linalg, nn, reduction, shape,
-                               views)
+                               sorting, views)
            for name in family.__all__] + ["random", "default_float_dtype", "default_int_dtype", "result_type"]
