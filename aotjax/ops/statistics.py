@@ -81,7 +81,8 @@ def aminmax(x, *, dim=None, keepdim: bool = False):
     x = as_tensor(x)
     if x.numel() == 0:
         raise ShapeError(f"aminmax: cannot compute the minimum and maximum of an empty tensor{_where()}")
-    return AminmaxResult(x.amin(dim if dim is not None else (), keepdim), x.amax(dim if dim is not None else (), keepdim))
+    dims = dim if dim is not None else ()
+    return AminmaxResult(x.amin(dims, keepdim), x.amax(dims, keepdim))
 
 
 def count_nonzero(x, dim=None):
@@ -109,7 +110,8 @@ def _vector_norm(x, p, dim, keepdim):
         # NOTE: a zero norm has gradient 0 (PyTorch's subgradient), not the NaN of sqrt at 0.
         positive = total > 0
         return where(positive, where(positive, total, 1.0).sqrt(), 0.0)
-    total = (a ** p).sum(dim, keepdim)
+    nonzero = a > 0  # NOTE: |0|**p has gradient 0 (PyTorch's), not the NaN of 0 * inf for p < 1
+    total = where(nonzero, where(nonzero, a, 1.0) ** p, 0.0).sum(dim, keepdim)
     positive = total > 0
     return where(positive, where(positive, total, 1.0) ** (1.0 / p), 0.0)
 
