@@ -14,7 +14,10 @@ from aotjax.ops import (
     random,
     reduction,
     remat,
+    scatter_ops,
     shape,
+    sorting,
+    statistics,
     views,
 )
 from aotjax.ops._frontend import *  # noqa: F403
@@ -26,11 +29,14 @@ from aotjax.ops.linalg import *  # noqa: F403
 from aotjax.ops.nn import *  # noqa: F403
 from aotjax.ops.promotion import default_float_dtype, default_int_dtype, result_type
 from aotjax.ops.reduction import *  # noqa: F403
+from aotjax.ops.scatter_ops import *  # noqa: F403
 from aotjax.ops.shape import *  # noqa: F403
+from aotjax.ops.sorting import *  # noqa: F403
+from aotjax.ops.statistics import *  # noqa: F403
 from aotjax.ops.views import *  # noqa: F403
 
 # NOTE: what `from aotjax.ops import *` gives: the op functions, not the family modules (so that the
 # `aotjax.ops.nn` module never shadows the `aotjax.nn` package, whatever the import order).
-__all__ = [name for family in (_frontend, creation, elementwise, generator, indexing, linalg, nn, reduction, shape,
-                               views)
+__all__ = [name for family in (_frontend, creation, elementwise, generator, indexing, linalg, nn, reduction,
+                               scatter_ops, shape, sorting, statistics, views)
            for name in family.__all__] + ["random", "default_float_dtype", "default_int_dtype", "result_type"]

@@ -481,13 +481,22 @@ def _scalar_operand(x, value):
     return x.dtype.type(value) if is_scalar(value) else as_tensor(value)
 
 
-def nonzero(x, *, as_tuple: bool = False):
-    """The indices of the nonzero elements of `x` (eager only: the result's shape depends on the data).
+def nonzero(x, *, as_tuple: bool = False, size: int | None = None, fill_value=None):
+    """The indices of the nonzero elements of `x` (eager only: the result's shape depends on the data), or,
+    with `size`, the first `size` of them padded with `fill_value` (default 0), which traces (JAX's `size=`).
 
     >>> aotjax.nonzero(aotjax.tensor([0, 3, 0, 5]), as_tuple=True)
     (tensor([1, 3]),)
+    >>> aotjax.jit(lambda x: aotjax.nonzero(x, size=3, fill_value=-1))(aotjax.tensor([0, 3, 0, 5]))
+    tensor([[ 1],
+            [ 3],
+            [-1]])
     """
     x = as_tensor(x)
+    if size is not None:
+        from aotjax.ops.scatter_ops import nonzero_static  # NOTE: that module builds on this one
+
+        return nonzero_static(x, size, fill_value, as_tuple)
     if isinstance(x, Tracer):
         raise UnsupportedError(
             f"nonzero: the number of nonzero elements depends on the data, so it cannot be traced (the tensor is "
@@ -791,7 +800,10 @@ def gather(x, dim: int, index):
 
 def _scatter(prim, op, x, dim, index, src, reduce):
     if reduce is not None:
-        raise UnsupportedError(f"{op}: reduce={reduce!r} is not supported{where()}; use scatter_add for sums")
+        from aotjax.ops.scatter_ops import scatter_with_reduce  # NOTE: that module builds on this one
+
+        out = scatter_with_reduce(op, x, dim, index, src, reduce)
+        return copy_(x, out) if prim.mutates else out
     dim, index = _gather_args(op, x, dim, index, src)
     return bind_inplace(prim, x, index, _scalar_operand(x, src), dim=dim)
 
