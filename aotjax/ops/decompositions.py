@@ -174,7 +174,7 @@ def _pinv(a, *, rtol, atol, hermitian):
     if atol is None and rtol is None:
         rtol = float(np.finfo(a.dtype).eps) * max(a.shape[-2:])
     if atol is not None:  # NOTE: torch's threshold max(atol, rtol * s_max), as jax's rtol relative to s_max
-        s_max = jax.lax.stop_gradient(jnp.linalg.svd(a, compute_uv=False)[..., :1])
+        s_max = jax.lax.stop_gradient(jnp.linalg.svd(a, compute_uv=False)[..., 0])
         rel = jnp.where(s_max > 0, atol / jnp.where(s_max > 0, s_max, 1), 0)
         rtol = jnp.maximum(rel, rtol or 0.0)
     return jnp.linalg.pinv(a, rtol=rtol, hermitian=hermitian)
@@ -185,8 +185,9 @@ def _vector_norm(x, *, ord, axis, keepdims):
 
 
 def _safe_norm(x, ord, axis, keepdims):
-    """`jnp.linalg.vector_norm` with torch's derivative at a zero norm: zero (jax's is nan for ord > 1)."""
-    if ord in (np.inf, -np.inf, 0) or ord <= 1:
+    """`jnp.linalg.vector_norm` with torch's derivatives at zero: a zero norm has a zero derivative (jax's is nan
+    for ord > 1), as does |x| at x = 0 for ord = 1 (jax's is 1)."""
+    if ord in (np.inf, -np.inf) or ord < 1:
         return jnp.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
 
     @jax.custom_jvp
