@@ -156,11 +156,10 @@ def from_jax(name: str, impl: Callable, *, multiple_results: bool = False, flops
     """The primitive `name` computing `impl` (see the module's contract), with its companion `name_jvp`; returns
     the first. Bind it with `chain=()`.
 
-    >>> import jax.numpy as jnp
-    >>> from aotjax.ops._from_jax import from_jax
-    >>> cube_p = from_jax("doc_cube", lambda x: x ** 3)
-    >>> aotjax.grad(lambda x: cube_p.bind(x, chain=()).sum())(aotjax.tensor([1.0, 2.0]))
-    tensor([ 3., 12.])
+    >>> from aotjax.ops.decompositions import det_p  # made by `from_jax("det", jnp.linalg.det)`
+    >>> aotjax.grad(lambda a: det_p.bind(a, chain=()))(aotjax.tensor([[2.0, 1.0], [1.0, 3.0]]))
+    tensor([[ 3., -1.],
+            [-1.,  2.]])
     """
     _impls[name] = impl
     prim = Primitive(name, multiple_results=multiple_results, recompute=Recompute.EXPENSIVE, flops=flops)
