@@ -6,11 +6,13 @@ from aotjax.ops import (
     control_flow,
     creation,
     custom_derivatives,  # registers the custom_jvp/custom_vjp primitives
+    decompositions,
     elementwise,
     generator,
     indexing,
     linalg,
     nn,
+    products,
     random,
     reduction,
     remat,
@@ -22,11 +24,13 @@ from aotjax.ops import (
 )
 from aotjax.ops._frontend import *  # noqa: F403
 from aotjax.ops.creation import *  # noqa: F403
+from aotjax.ops.decompositions import *  # noqa: F403
 from aotjax.ops.elementwise import *  # noqa: F403
 from aotjax.ops.generator import *  # noqa: F403
 from aotjax.ops.indexing import *  # noqa: F403
 from aotjax.ops.linalg import *  # noqa: F403
 from aotjax.ops.nn import *  # noqa: F403
+from aotjax.ops.products import *  # noqa: F403
 from aotjax.ops.promotion import default_float_dtype, default_int_dtype, result_type
 from aotjax.ops.reduction import *  # noqa: F403
 from aotjax.ops.scatter_ops import *  # noqa: F403
@@ -37,6 +41,6 @@ from aotjax.ops.views import *  # noqa: F403
 
 # NOTE: what `from aotjax.ops import *` gives: the op functions, not the family modules (so that the
 # `aotjax.ops.nn` module never shadows the `aotjax.nn` package, whatever the import order).
-__all__ = [name for family in (_frontend, creation, elementwise, generator, indexing, linalg, nn, reduction,
-                               scatter_ops, shape, sorting, statistics, views)
+__all__ = [name for family in (_frontend, creation, decompositions, elementwise, generator, indexing, linalg, nn,
+                               products, reduction, scatter_ops, shape, sorting, statistics, views)
            for name in family.__all__] + ["random", "default_float_dtype", "default_int_dtype", "result_type"]

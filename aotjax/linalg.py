@@ -1,0 +1,50 @@
+"""`aotjax.linalg`: PyTorch's `torch.linalg` namespace (factorizations, solvers, determinants, norms), batched
+over leading dims, with torch's names, arguments and result NamedTuples (`QR`, `SVD`, `EighResult`,
+`SlogdetResult`, ...). The ops live in the op families (`aotjax.ops.decompositions`; `matmul` and friends in
+`aotjax.ops.linalg`).
+
+>>> aotjax.linalg.solve(aotjax.tensor([[2.0, 0.0], [0.0, 4.0]]), aotjax.tensor([2.0, 4.0]))
+tensor([1., 1.])
+"""
+from aotjax.ops.decompositions import (  # noqa: F401
+    LINALG,
+    QR,
+    SVD,
+    CholeskyExResult,
+    EighResult,
+    InvExResult,
+    LstsqResult,
+    LUFactorResult,
+    LUResult,
+    SlogdetResult,
+    cholesky,
+    cholesky_ex,
+    cross,
+    det,
+    eigh,
+    eigvalsh,
+    inv,
+    inv_ex,
+    lstsq,
+    lu,
+    lu_factor,
+    lu_solve,
+    matrix_exp,
+    matrix_norm,
+    matrix_power,
+    matrix_rank,
+    multi_dot,
+    norm,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    solve_triangular,
+    svd,
+    svdvals,
+    vecdot,
+    vector_norm,
+)
+from aotjax.ops.linalg import matmul  # noqa: F401
+
+__all__ = LINALG + ["matmul"]
