@@ -4,6 +4,7 @@ from aotjax.ops import (
     _frontend,
     collectives,
     control_flow,
+    conv,
     creation,
     custom_derivatives,  # registers the custom_jvp/custom_vjp primitives
     elementwise,
@@ -11,6 +12,7 @@ from aotjax.ops import (
     indexing,
     linalg,
     nn,
+    pooling,
     random,
     reduction,
     remat,
@@ -18,12 +20,14 @@ from aotjax.ops import (
     views,
 )
 from aotjax.ops._frontend import *  # noqa: F403
+from aotjax.ops.conv import *  # noqa: F403
 from aotjax.ops.creation import *  # noqa: F403
 from aotjax.ops.elementwise import *  # noqa: F403
 from aotjax.ops.generator import *  # noqa: F403
 from aotjax.ops.indexing import *  # noqa: F403
 from aotjax.ops.linalg import *  # noqa: F403
 from aotjax.ops.nn import *  # noqa: F403
+from aotjax.ops.pooling import *  # noqa: F403
 from aotjax.ops.promotion import default_float_dtype, default_int_dtype, result_type
 from aotjax.ops.reduction import *  # noqa: F403
 from aotjax.ops.shape import *  # noqa: F403
@@ -31,6 +35,6 @@ from aotjax.ops.views import *  # noqa: F403
 
 # NOTE: what `from aotjax.ops import *` gives: the op functions, not the family modules (so that the
 # `aotjax.ops.nn` module never shadows the `aotjax.nn` package, whatever the import order).
-__all__ = [name for family in (_frontend, creation, elementwise, generator, indexing, linalg, nn, reduction, shape,
-                               views)
+__all__ = [name for family in (_frontend, conv, creation, elementwise, generator, indexing, linalg, nn, pooling,
+                               reduction, shape, views)
            for name in family.__all__] + ["random", "default_float_dtype", "default_int_dtype", "result_type"]
