@@ -38,8 +38,10 @@ from aotjax.ops.pooling import (  # noqa: F401
     max_pool3d,
     unfold,
 )
+from aotjax.ops.resampling import FUNCTIONAL as _RESAMPLING
+from aotjax.ops.resampling import interpolate, pad, pixel_shuffle, pixel_unshuffle, upsample  # noqa: F401
 
-__all__ = list(FUNCTIONAL) + _CONV + _POOLING
+__all__ = list(FUNCTIONAL) + _CONV + _POOLING + _RESAMPLING
 
 # Activations are elementwise ops of `aotjax` itself; `F.relu(x)` is `aotjax.relu(x)`, as in PyTorch.
 _ACTIVATIONS = ("relu", "gelu", "silu", "sigmoid", "tanh", "relu_", "silu_")

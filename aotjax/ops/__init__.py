@@ -16,6 +16,7 @@ from aotjax.ops import (
     random,
     reduction,
     remat,
+    resampling,
     shape,
     views,
 )
@@ -30,11 +31,12 @@ from aotjax.ops.nn import *  # noqa: F403
 from aotjax.ops.pooling import *  # noqa: F403
 from aotjax.ops.promotion import default_float_dtype, default_int_dtype, result_type
 from aotjax.ops.reduction import *  # noqa: F403
+from aotjax.ops.resampling import *  # noqa: F403
 from aotjax.ops.shape import *  # noqa: F403
 from aotjax.ops.views import *  # noqa: F403
 
 # NOTE: what `from aotjax.ops import *` gives: the op functions, not the family modules (so that the
 # `aotjax.ops.nn` module never shadows the `aotjax.nn` package, whatever the import order).
 __all__ = [name for family in (_frontend, conv, creation, elementwise, generator, indexing, linalg, nn, pooling,
-                               reduction, shape, views)
+                               reduction, resampling, shape, views)
            for name in family.__all__] + ["random", "default_float_dtype", "default_int_dtype", "result_type"]
