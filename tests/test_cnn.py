@@ -45,7 +45,7 @@ def train_step(model, opt, x, y):
     return loss
 
 
-@pytest.mark.parametrize("way", ["jit(train_step)", "grad(aot(loss))"])
+@pytest.mark.parametrize("way", ["jit(train_step)", pytest.param("grad(aot(loss))", marks=pytest.mark.slow)])
 def test_a_small_cnn_trains_as_in_torch(way):
     tm = _torch_cnn()
     model = _ours()

@@ -252,6 +252,9 @@ class Upsample(Module):
     def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners=None,
                  recompute_scale_factor=None):
         super().__init__()
+        if scale_factor is not None:  # NOTE: PyTorch keeps scale factors as floats
+            scale_factor = tuple(map(float, scale_factor)) if isinstance(scale_factor, (tuple, list)) else \
+                float(scale_factor)
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
