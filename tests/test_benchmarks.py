@@ -16,6 +16,7 @@ SCRIPTS = [
     ("scan_layers.py", ["--quick", "--number", "2", "--repeat", "2"]),
     ("vmap.py", ["--quick", "--number", "2", "--repeat", "2"]),
     ("train_step.py", ["--quick", "--number", "2", "--repeat", "2"]),
+    ("ops.py", ["--quick", "--number", "2", "--repeat", "2"]),
 ]
 
 
