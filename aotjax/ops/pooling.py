@@ -17,6 +17,7 @@ import numpy as np
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.source_info import where
 from aotjax.ops._frontend import as_tensor
+from aotjax.ops.conv import _tuple
 from aotjax.ops.creation import full, tensor, zeros
 from aotjax.ops.indexing import gather, index_add, index_select
 from aotjax.ops.promotion import default_int_dtype, is_float
@@ -29,15 +30,6 @@ FUNCTIONAL = __all__ + ["avg_pool2d", "avg_pool3d", "adaptive_avg_pool2d", "adap
 
 
 # -- windows -------------------------------------------------------------------------------------------------------
-def _tuple(op: str, name: str, value, n: int) -> tuple[int, ...]:
-    values = tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
-    if len(values) == 1:
-        values *= n
-    if len(values) != n or not all(isinstance(v, (int, np.integer)) for v in values):
-        raise ShapeError(f"{op}: expected {name} to be an int or a tuple of {n} ints, got {value!r}{where()}")
-    return tuple(int(v) for v in values)
-
-
 def _windows(x, tables: list[np.ndarray]):
     """`x`'s last `len(tables)` dims gathered at `tables[d]` (positions `[out_d, k_d]`): `[..., out..., k...]`
     with the window dims flattened into one last dim."""
@@ -267,8 +259,8 @@ def _adaptive_avg(op: str, n: int, x, output_size):
         raise DTypeError(f"{op}: expected a floating-point input, got {x.aval.str_short()}{where()}")
     valid = np.exp(_combine(tables, lambda d, t: np.where(
         np.arange(t.shape[1])[None, :] < lengths[d][:, None], 0.0, -np.inf)))
-    weights = valid / valid.sum(-1, keepdims=True)
-    return (_windows(x, tables) * tensor(weights, dtype=x.dtype)).sum(-1)
+    total = (_windows(x, tables) * tensor(valid, dtype=x.dtype)).sum(-1)
+    return total / tensor(valid.sum(-1), dtype=x.dtype)  # NOTE: a sum then a division, as PyTorch computes it
 
 
 def _adaptive_max(op: str, n: int, x, output_size, return_indices):
@@ -282,7 +274,7 @@ def adaptive_avg_pool1d(input, output_size):
     ceil((i + 1) * L / out))`, as `torch.nn.functional.adaptive_avg_pool1d`.
 
     >>> aotjax.adaptive_avg_pool1d(aotjax.tensor([[[1.0, 2.0, 3.0, 4.0, 5.0]]]), 2)
-    tensor([[[2.0000, 4.0000]]])
+    tensor([[[2., 4.]]])
     """
     return _adaptive_avg("adaptive_avg_pool1d", 1, input, output_size)
 

@@ -158,7 +158,7 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
     >>> F.interpolate(aotjax.tensor([[[1.0, 2.0]]]), scale_factor=2, mode="nearest")
     tensor([[[1., 1., 2., 2.]]])
     >>> F.interpolate(aotjax.tensor([[[1.0, 2.0]]]), size=3, mode="linear", align_corners=True)
-    tensor([[[1.0000, 1.5000, 2.0000]]])
+    tensor([[[1. , 1.5, 2. ]]])
     """
     x = as_tensor(input)
     if mode not in _MODES:
