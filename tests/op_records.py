@@ -583,3 +583,4 @@ def records(*, family: Family | None = None, differentiated: bool = False, linea
     return [r for r in RECORDS if (family is None or r.family is family) and (not differentiated or r.jax)
             and (not linear or r.linear) and (not inplace or r.inplace) and (not write or r.write)]
 from tests.op_records_linalg import RECORDS as _LINALG; RECORDS += _LINALG  # noqa: E402,E702,I001
+from tests.op_records_conv import RECORDS as _CONV; RECORDS += _CONV  # noqa: E402, E702, I001

@@ -17,6 +17,7 @@ SCRIPTS = [
     ("vmap.py", ["--quick", "--number", "2", "--repeat", "2"]),
     ("train_step.py", ["--quick", "--number", "2", "--repeat", "2"]),
     ("sort_ops.py", ["--quick", "--number", "2", "--repeat", "2"]),
+    ("ops.py", ["--quick", "--number", "2", "--repeat", "2"]),
 ]
 
 

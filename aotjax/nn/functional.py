@@ -5,6 +5,8 @@
 tensor([0.5, 0.5])
 """
 from aotjax import ops
+from aotjax.ops.conv import FUNCTIONAL as _CONV
+from aotjax.ops.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: F401
 from aotjax.ops.linalg import linear  # noqa: F401
 from aotjax.ops.nn import (  # noqa: F401
     FUNCTIONAL,
@@ -19,8 +21,27 @@ from aotjax.ops.nn import (  # noqa: F401
     scaled_dot_product_attention,
     softmax,
 )
+from aotjax.ops.pooling import FUNCTIONAL as _POOLING
+from aotjax.ops.pooling import (  # noqa: F401
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    adaptive_max_pool3d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    fold,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+    unfold,
+)
+from aotjax.ops.resampling import FUNCTIONAL as _RESAMPLING
+from aotjax.ops.resampling import interpolate, pad, pixel_shuffle, pixel_unshuffle, upsample  # noqa: F401
 
-__all__ = list(FUNCTIONAL)
+__all__ = list(FUNCTIONAL) + _CONV + _POOLING + _RESAMPLING
 
 # Activations are elementwise ops of `aotjax` itself; `F.relu(x)` is `aotjax.relu(x)`, as in PyTorch.
 _ACTIVATIONS = ("relu", "gelu", "silu", "sigmoid", "tanh", "relu_", "silu_")

@@ -4,6 +4,7 @@ from aotjax.ops import (
     _frontend,
     collectives,
     control_flow,
+    conv,
     creation,
     custom_derivatives,  # registers the custom_jvp/custom_vjp primitives
     decompositions,
@@ -12,10 +13,12 @@ from aotjax.ops import (
     indexing,
     linalg,
     nn,
+    pooling,
     products,
     random,
     reduction,
     remat,
+    resampling,
     scatter_ops,
     shape,
     sorting,
@@ -23,6 +26,7 @@ from aotjax.ops import (
     views,
 )
 from aotjax.ops._frontend import *  # noqa: F403
+from aotjax.ops.conv import *  # noqa: F403
 from aotjax.ops.creation import *  # noqa: F403
 from aotjax.ops.decompositions import *  # noqa: F403
 from aotjax.ops.elementwise import *  # noqa: F403
@@ -30,9 +34,11 @@ from aotjax.ops.generator import *  # noqa: F403
 from aotjax.ops.indexing import *  # noqa: F403
 from aotjax.ops.linalg import *  # noqa: F403
 from aotjax.ops.nn import *  # noqa: F403
+from aotjax.ops.pooling import *  # noqa: F403
 from aotjax.ops.products import *  # noqa: F403
 from aotjax.ops.promotion import default_float_dtype, default_int_dtype, result_type
 from aotjax.ops.reduction import *  # noqa: F403
+from aotjax.ops.resampling import *  # noqa: F403
 from aotjax.ops.scatter_ops import *  # noqa: F403
 from aotjax.ops.shape import *  # noqa: F403
 from aotjax.ops.sorting import *  # noqa: F403
@@ -41,6 +47,6 @@ from aotjax.ops.views import *  # noqa: F403
 
 # NOTE: what `from aotjax.ops import *` gives: the op functions, not the family modules (so that the
 # `aotjax.ops.nn` module never shadows the `aotjax.nn` package, whatever the import order).
-__all__ = [name for family in (_frontend, creation, decompositions, elementwise, generator, indexing, linalg, nn,
-                               products, reduction, scatter_ops, shape, sorting, statistics, views)
+__all__ = [name for family in (_frontend, conv, creation, decompositions, elementwise, generator, indexing, linalg, nn,
+                               pooling, products, reduction, resampling, scatter_ops, shape, sorting, statistics, views)
            for name in family.__all__] + ["random", "default_float_dtype", "default_int_dtype", "result_type"]

@@ -2,11 +2,34 @@
 from aotjax.nn.modules.activation import GELU, MultiheadAttention, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from aotjax.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d
 from aotjax.nn.modules.container import ModuleDict, ModuleList, Sequential
+from aotjax.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from aotjax.nn.modules.dropout import Dropout
 from aotjax.nn.modules.linear import Identity, Linear
 from aotjax.nn.modules.normalization import LayerNorm, RMSNorm
+from aotjax.nn.modules.pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
+    AvgPool1d,
+    AvgPool2d,
+    AvgPool3d,
+    Flatten,
+    MaxPool1d,
+    MaxPool2d,
+    MaxPool3d,
+    Unflatten,
+    Upsample,
+    ZeroPad2d,
+)
 from aotjax.nn.modules.sparse import Embedding
 
 __all__ = ["Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d", "Dropout",
            "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "MultiheadAttention", "Sequential", "ModuleList",
-           "ModuleDict"]
+           "ModuleDict",
+           "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "MaxPool1d",
+           "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+           "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Flatten", "Unflatten",
+           "Upsample", "ZeroPad2d"]

@@ -1,0 +1,289 @@
+"""Pooling and reshaping layers, as `torch.nn`'s: `MaxPool1d/2d/3d`, `AvgPool1d/2d/3d`,
+`AdaptiveAvgPool1d/2d/3d`, `AdaptiveMaxPool1d/2d/3d`, `Flatten`, `Unflatten`, `Upsample`, `ZeroPad2d`."""
+from __future__ import annotations
+
+from aotjax.nn.module import Module
+from aotjax.ops import pooling as P
+from aotjax.ops.resampling import interpolate, pad
+
+__all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
+           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+           "Flatten", "Unflatten", "Upsample", "ZeroPad2d"]
+
+
+class _MaxPoolNd(Module):
+    _fn = None
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
+                 ceil_mode: bool = False):
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, input):
+        return type(self)._fn(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                              self.return_indices)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool1d(_MaxPoolNd):
+    """`F.max_pool1d` as a layer, as `torch.nn.MaxPool1d`.
+
+    >>> aotjax.nn.MaxPool1d(2)(aotjax.tensor([[[1.0, 3.0, 2.0, 5.0]]]))
+    tensor([[[3., 5.]]])
+    """
+
+    _fn = staticmethod(P.max_pool1d)
+
+
+class MaxPool2d(_MaxPoolNd):
+    """`F.max_pool2d` as a layer, as `torch.nn.MaxPool2d`.
+
+    >>> aotjax.nn.MaxPool2d(2)(aotjax.ones(1, 3, 4, 4)).shape
+    (1, 3, 2, 2)
+    """
+
+    _fn = staticmethod(P.max_pool2d)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """`F.max_pool3d` as a layer, as `torch.nn.MaxPool3d`.
+
+    >>> aotjax.nn.MaxPool3d(2)(aotjax.ones(1, 1, 4, 4, 4)).shape
+    (1, 1, 2, 2, 2)
+    """
+
+    _fn = staticmethod(P.max_pool3d)
+
+
+class AvgPool1d(Module):
+    """`F.avg_pool1d` as a layer, as `torch.nn.AvgPool1d`.
+
+    >>> aotjax.nn.AvgPool1d(2)(aotjax.tensor([[[1.0, 3.0, 2.0, 6.0]]]))
+    tensor([[[2., 4.]]])
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
+
+    def forward(self, input):
+        return P.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class _AvgPoolNd(Module):
+    _fn = None
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, input):
+        return type(self)._fn(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                              self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
+    """`F.avg_pool2d` as a layer, as `torch.nn.AvgPool2d`.
+
+    >>> aotjax.nn.AvgPool2d(2)(aotjax.ones(1, 3, 4, 4)).shape
+    (1, 3, 2, 2)
+    """
+
+    _fn = staticmethod(P.avg_pool2d)
+
+
+class AvgPool3d(_AvgPoolNd):
+    """`F.avg_pool3d` as a layer, as `torch.nn.AvgPool3d`.
+
+    >>> aotjax.nn.AvgPool3d(2)(aotjax.ones(1, 1, 4, 4, 4)).shape
+    (1, 1, 2, 2, 2)
+    """
+
+    _fn = staticmethod(P.avg_pool3d)
+
+
+class _AdaptiveAvgPoolNd(Module):
+    _fn = None
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return type(self)._fn(input, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    """`F.adaptive_avg_pool1d` as a layer, as `torch.nn.AdaptiveAvgPool1d`.
+
+    >>> aotjax.nn.AdaptiveAvgPool1d(1)(aotjax.tensor([[[1.0, 3.0]]]))
+    tensor([[[2.]]])
+    """
+
+    _fn = staticmethod(P.adaptive_avg_pool1d)
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    """`F.adaptive_avg_pool2d` as a layer, as `torch.nn.AdaptiveAvgPool2d` (global average pooling with 1).
+
+    >>> aotjax.nn.AdaptiveAvgPool2d(1)(aotjax.ones(2, 3, 5, 5)).shape
+    (2, 3, 1, 1)
+    """
+
+    _fn = staticmethod(P.adaptive_avg_pool2d)
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """`F.adaptive_avg_pool3d` as a layer, as `torch.nn.AdaptiveAvgPool3d`.
+
+    >>> aotjax.nn.AdaptiveAvgPool3d((1, 2, 2))(aotjax.ones(1, 1, 3, 4, 4)).shape
+    (1, 1, 1, 2, 2)
+    """
+
+    _fn = staticmethod(P.adaptive_avg_pool3d)
+
+
+class _AdaptiveMaxPoolNd(Module):
+    _fn = None
+
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input):
+        return type(self)._fn(input, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """`F.adaptive_max_pool1d` as a layer, as `torch.nn.AdaptiveMaxPool1d`.
+
+    >>> aotjax.nn.AdaptiveMaxPool1d(1)(aotjax.tensor([[[1.0, 3.0]]]))
+    tensor([[[3.]]])
+    """
+
+    _fn = staticmethod(P.adaptive_max_pool1d)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """`F.adaptive_max_pool2d` as a layer, as `torch.nn.AdaptiveMaxPool2d`.
+
+    >>> aotjax.nn.AdaptiveMaxPool2d((2, 1))(aotjax.ones(1, 3, 5, 5)).shape
+    (1, 3, 2, 1)
+    """
+
+    _fn = staticmethod(P.adaptive_max_pool2d)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """`F.adaptive_max_pool3d` as a layer, as `torch.nn.AdaptiveMaxPool3d`.
+
+    >>> aotjax.nn.AdaptiveMaxPool3d(1)(aotjax.ones(1, 1, 3, 3, 3)).shape
+    (1, 1, 1, 1, 1)
+    """
+
+    _fn = staticmethod(P.adaptive_max_pool3d)
+
+
+class Flatten(Module):
+    """Flattens dims `start_dim` to `end_dim` (by default all but the batch dim), as `torch.nn.Flatten`.
+
+    >>> aotjax.nn.Flatten()(aotjax.ones(2, 3, 4)).shape
+    (2, 12)
+    """
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, input):
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Splits dim `dim` into `unflattened_size`, as `torch.nn.Unflatten`.
+
+    >>> aotjax.nn.Unflatten(1, (3, 4))(aotjax.ones(2, 12)).shape
+    (2, 3, 4)
+    """
+
+    def __init__(self, dim: int, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, input):
+        dim = self.dim % input.ndim
+        return input.reshape(*input.shape[:dim], *self.unflattened_size, *input.shape[dim + 1:])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class Upsample(Module):
+    """`F.interpolate` as a layer, as `torch.nn.Upsample`.
+
+    >>> aotjax.nn.Upsample(scale_factor=2, mode="nearest")(aotjax.ones(1, 1, 2, 2)).shape
+    (1, 1, 4, 4)
+    """
+
+    def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners=None,
+                 recompute_scale_factor=None):
+        super().__init__()
+        if scale_factor is not None:  # NOTE: PyTorch keeps scale factors as floats
+            scale_factor = tuple(map(float, scale_factor)) if isinstance(scale_factor, (tuple, list)) else \
+                float(scale_factor)
+        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+        self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
+
+    def forward(self, input):
+        return interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                           self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        what = f"scale_factor={self.scale_factor}" if self.scale_factor is not None else f"size={self.size}"
+        return f"{what}, mode={self.mode!r}"
+
+
+class ZeroPad2d(Module):
+    """Pads the last two dims with zeros: `padding` an int or `(left, right, top, bottom)`, as
+    `torch.nn.ZeroPad2d`.
+
+    >>> aotjax.nn.ZeroPad2d((1, 0, 0, 2))(aotjax.ones(1, 2, 2))
+    tensor([[[0., 1., 1.],
+             [0., 1., 1.],
+             [0., 0., 0.],
+             [0., 0., 0.]]])
+    """
+
+    def __init__(self, padding):
+        super().__init__()
+        self.padding = tuple(padding) if isinstance(padding, (tuple, list)) else (padding,) * 4
+
+    def forward(self, input):
+        return pad(input, self.padding, "constant", 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
