@@ -14,6 +14,9 @@ from aotjax.func import functional_call
 from tests.helpers import INT
 from tests.op_records import as_np
 
+# NOTE: modules compute in the default float (float32) in both modes: run once, in jax's default mode
+pytestmark = pytest.mark.slow
+
 RTOL, ATOL = 1e-4, 1e-4  # NOTE: modules compute in float32 (the default float) in both modes, as torch's do
 STEPS = 3
 

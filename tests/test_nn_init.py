@@ -10,6 +10,9 @@ import aotjax
 from aotjax import nn
 from aotjax.nn import init
 
+# NOTE: modules compute in the default float (float32) in both modes: run once, in jax's default mode
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 
 N = 200_000

@@ -13,6 +13,9 @@ import aotjax
 from aotjax import nn
 from tests.helpers import INT
 
+# NOTE: modules compute in the default float (float32) in both modes: run once, in jax's default mode
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 tnn = torch.nn
 
