@@ -75,6 +75,34 @@ jvp_rules[sort_p] = _sort_jvp
 batching_rules[sort_p] = _sort_batch
 
 
+# -- top_k: the k largest along an axis (XLA's TopK: NaN counts as the largest, ties keep their order, as the
+# stable descending sort does), without sorting the whole axis
+def _top_k_lower(x, *, k, axis):
+    moved = jnp.moveaxis(x, axis, -1)
+    values, indices = lax.top_k(moved, k)
+    return [jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices.astype(default_int_dtype()), -1, axis)]
+
+
+top_k_p = Primitive("top_k", multiple_results=True, recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
+register_lowering(top_k_p, _top_k_lower)
+
+
+def _top_k_jvp(primals, tangents, *, k, axis):
+    (x,), (t,) = primals, tangents
+    values, indices = top_k_p.bind(x, k=k, axis=axis)
+    tv = Zero(values.aval) if isinstance(t, Zero) else gather_p.bind(t, indices, dim=axis)
+    return [values, indices], [tv, Zero(indices.aval)]
+
+
+def _top_k_batch(axis_size, vals, bdims, *, k, axis):
+    (x,), (d,) = vals, bdims
+    return top_k_p.bind(x, k=k, axis=shift_axis(axis, d)), [d, d]
+
+
+jvp_rules[top_k_p] = _top_k_jvp
+batching_rules[top_k_p] = _top_k_batch
+
+
 # -- cumulative scans -----------------------------------------------------------------------------------
 def _scan_lower(fn):
     return lambda x, *, axis: fn(x, axis=axis) if x.ndim else x
@@ -332,6 +360,8 @@ def topk(x, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     n = x.shape[axis] if x.ndim else 1
     if not 0 <= k <= n:
         raise ShapeError(f"topk: k ({k}) is out of range for a dimension of size {n}{_where()}")
+    if largest and x.ndim and x.dtype != np.bool_:  # NOTE: XLA's TopK, without sorting the whole axis
+        return TopkResult(*top_k_p.bind(x, k=int(k), axis=axis))
     values, indices = _sort(x, axis, largest)
     if x.ndim == 0:
         return TopkResult(values, indices)
