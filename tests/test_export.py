@@ -88,3 +88,31 @@ def test_exports_load_and_run_in_a_fresh_process(tmp_path):
     assert first == "6.0 True"
     want = as_np(aotjax.grad(loss, argnums=1)(x, w))
     np.testing.assert_allclose(np.array(eval(second)), want, rtol=1e-5, atol=1e-7)
+
+
+_CACHE_PROBE = """
+import sys, jax
+events = []
+jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
+import aotjax
+aotjax.config.compilation_cache(sys.argv[1])
+step = aotjax.jit(lambda x, buf: buf.add_(x.sin()).sum())
+lowered = aotjax.aot(lambda x: (x.exp() * x).sum())
+step(aotjax.ones(3), aotjax.zeros(3))
+aotjax.grad(lowered)(aotjax.ones(3))
+print(events.count("/jax/compilation_cache/cache_hits"), events.count("/jax/compilation_cache/cache_misses"))
+"""
+
+
+@pytest.mark.slow
+def test_a_second_process_compiles_nothing_with_the_persistent_cache(tmp_path):
+    def run():
+        proc = subprocess.run([sys.executable, "-c", _CACHE_PROBE, str(tmp_path / "cache")], capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return [int(n) for n in proc.stdout.split()]
+
+    hits, misses = run()
+    assert misses > 0 and hits == 0
+    hits, misses = run()
+    assert hits > 0 and misses == 0  # jit's program, aot's forward and backward, the eager ops: all from disk

@@ -33,6 +33,18 @@ class Config:
 
     checks: bool = field(default_factory=lambda: os.environ.get("AOTJAX_CHECKS", "0") not in ("", "0"))
 
+    def compilation_cache(self, directory: str | None, min_compile_time_secs: float = 0.0) -> None:
+        """Keep compiled programs in `directory` (JAX's persistent compilation cache; None turns it off), so a
+        later process compiles nothing for a program it has compiled before: `jit`, `aot`'s two programs and eager
+        ops alike. Programs that took less than `min_compile_time_secs` to compile are cached too when it is 0 (the
+        default here; JAX's own default, 1 s, leaves small programs out). The same as setting jax's
+        `jax_compilation_cache_dir` (or the `JAX_COMPILATION_CACHE_DIR` environment variable) yourself."""
+        import jax  # NOTE: core holds no jax state of its own: the cache is jax's
+
+        jax.config.update("jax_compilation_cache_dir", directory)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time_secs))
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
 
 config = Config()
 
