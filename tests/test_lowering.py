@@ -234,3 +234,21 @@ def test_sub_jaxprs_are_checked_for_mutation():
     outer.jaxpr.eqns[0] = Eqn(eqn.primitive, eqn.inputs, eqn.outputs, {"body": inner}, eqn.source_info)
     with pytest.raises(UnsupportedError, match="'sin_'"):
         check_lowerable(outer)
+
+
+def _located_loss(x, w):
+    h = (x @ w).tanh()  # the line the locations must name
+    return (h * h).sum()
+
+
+def test_stablehlo_locations_name_the_users_lines_forward_and_backward():
+    import inspect
+
+    line = inspect.getsourcelines(_located_loss)[1] + 1
+    x, w = aotjax.ones(2, 3), aotjax.ones(3, 4)
+    jit_text = aotjax.jit(_located_loss).lower(x, w).as_text(debug_info=True)
+    assert f"matmul@test_lowering.py:{line} (_located_loss)" in jit_text
+    assert f"tanh@test_lowering.py:{line} (_located_loss)" in jit_text
+    aot_text = aotjax.aot(_located_loss).lower(x, w).as_text(debug_info=True)
+    backward = aot_text.split("// backward")[1]
+    assert f"@test_lowering.py:{line} (_located_loss)" in backward  # the backward's ops point at the forward's line

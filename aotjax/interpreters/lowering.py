@@ -9,6 +9,7 @@ and XLA executables from jaxprs on top of it.
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any, Protocol, Sequence
 
 import jax
@@ -83,11 +84,21 @@ def eval_jaxpr_jax(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> 
     for v, x in zip(jaxpr.invars, args, strict=True):
         env[v] = x
     for eqn in jaxpr.eqns:
-        out = lowering_rule(eqn.primitive)(*map(read, eqn.inputs), **eqn.params)
+        info = eqn.source_info
+        if info is None:
+            out = lowering_rule(eqn.primitive)(*map(read, eqn.inputs), **eqn.params)
+        else:  # NOTE: the user's line in the op's location (XLA dumps, profiles), as `prim@file.py:12 (fn)`
+            with jax.named_scope(_scope_name(eqn.primitive, info)):
+                out = lowering_rule(eqn.primitive)(*map(read, eqn.inputs), **eqn.params)
         outs = out if eqn.primitive.multiple_results else (out,)
         for v, x in zip(eqn.outputs, outs, strict=True):
             env[v] = x
     return [read(a) for a in jaxpr.outvars]
+
+
+@functools.lru_cache(maxsize=8192)
+def _scope_name(prim: Primitive, info) -> str:
+    return f"{prim.name}@{os.path.basename(info.file)}:{info.line} ({info.function})".replace("/", "|")
 
 
 # -- run-time checks -----------------------------------------------------------------------------------

@@ -438,10 +438,11 @@ class AotLowered:
     def backward_outputs(self) -> list[str]:
         return [str(d) for d in self._signature.input_cotangents]
 
-    def as_text(self) -> str:
-        """The StableHLO of the forward and of the backward program."""
+    def as_text(self, debug_info: bool = False) -> str:
+        """The StableHLO of the forward and of the backward program; with `debug_info`, each op's location: the
+        user's line of its equation (`mul@train.py:12 (loss)`), in the backward too."""
         def text(j):
-            return jax.jit(flat_function(j)).lower(*avals_to_structs(j.in_avals)).as_text()
+            return jax.jit(flat_function(j)).lower(*avals_to_structs(j.in_avals)).as_text(debug_info=debug_info)
 
         return f"// forward\n{text(self.forward)}\n// backward\n{text(self.backward)}"
 

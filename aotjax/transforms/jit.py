@@ -297,8 +297,10 @@ class Lowered:
 
         return make_jaxpr(self._jitted.fun, self._jitted.static_argnums)(*self._args, **self._kwargs)
 
-    def as_text(self) -> str:
-        return self._lowered.as_text()
+    def as_text(self, debug_info: bool = False) -> str:
+        """The StableHLO text; with `debug_info`, each op's location: the user's line of its equation
+        (`mul@train.py:12 (loss)`)."""
+        return self._lowered.as_text(debug_info=debug_info)
 
     def eval(self, *args, **kwargs):
         """Call with the functionalized jaxpr run by the reference interpreter (`eval_jaxpr`, one eager
