@@ -50,6 +50,7 @@ from aotjax.ops.elementwise import (
     exp,
     ge,
     isnan,
+    logical_and,
     le,
     log,
     log1p,
@@ -70,6 +71,7 @@ from aotjax.tensor import Tensor, method, reflected
 
 __all__: list[str] = []
 
+_FLOAT_ONLY = _DtypeClass(lambda dt: dt, lambda dt: category(dt) >= _FLOAT, lambda dt: dt, "floating-point")
 _INTEGER = _DtypeClass(lambda dt: dt, lambda dt: category(dt) == _INT, lambda dt: dt, "integer (not bool)")
 
 
@@ -104,7 +106,11 @@ def _binary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
     prim = elementwise(name, lower, out_dtype=cls.rule(name))
 
     def op(x, other):
-        return prim.bind(*_binary_operands(cls, x, other))
+        x, other = _binary_operands(cls, x, other)
+        if not cls.accepts(x.dtype):  # NOTE: eager dispatch skips the dtype rule: the frontend checks
+            raise DTypeError(f"{name}: expected {cls.expected} operands, got {as_tensor(x).aval.str_short()} and "
+                             f"{as_tensor(other).aval.str_short()}{source_info.where()}")
+        return prim.bind(x, other)
 
     if not inplace:
         return (prim, *_public(_doc(op, name, doc)))
@@ -220,14 +226,14 @@ exp2_p, exp2__p, exp2, exp2_ = _unary("exp2", jnp.exp2, _FLOATING, """`2 ** x` (
     tensor([8.])
     """)
 defjvp2(exp2_p, lambda t, ans, x: mul(t, mul(ans, _LN2)))
-logaddexp_p, logaddexp = _binary("logaddexp", jnp.logaddexp, _FLOATING, """`log(exp(x) + exp(other))`, without
+logaddexp_p, logaddexp = _binary("logaddexp", jnp.logaddexp, _FLOAT_ONLY, """`log(exp(x) + exp(other))`, without
     overflow.
 
     >>> aotjax.logaddexp(aotjax.tensor([0.0]), aotjax.tensor([0.0]))
     tensor([0.6931472])
     """, inplace=False)
 defjvp2(logaddexp_p, lambda t, ans, x, y: mul(t, exp(sub(x, ans))), lambda t, ans, x, y: mul(t, exp(sub(y, ans))))
-logaddexp2_p, logaddexp2 = _binary("logaddexp2", jnp.logaddexp2, _FLOATING, """`log2(2 ** x + 2 ** other)`.
+logaddexp2_p, logaddexp2 = _binary("logaddexp2", jnp.logaddexp2, _FLOAT_ONLY, """`log2(2 ** x + 2 ** other)`.
 
     >>> aotjax.logaddexp2(aotjax.tensor([1.0]), aotjax.tensor([1.0]))
     tensor([2.])
@@ -276,7 +282,7 @@ fmod_p, fmod__p, fmod, fmod_ = _binary("fmod", jnp.fmod, _ANY, """The C remainde
 defjvp(fmod_p, lambda t, x, y: t, lambda t, x, y: neg(mul(t, trunc(div(x, y)))))
 
 # -- two-operand float math -----------------------------------------------------------------------------------------
-hypot_p, hypot__p, hypot, hypot_ = _binary("hypot", jnp.hypot, _FLOATING, """`sqrt(x ** 2 + other ** 2)` without
+hypot_p, hypot__p, hypot, hypot_ = _binary("hypot", jnp.hypot, _FLOAT_ONLY, """`sqrt(x ** 2 + other ** 2)` without
     overflow (float operands; PyTorch refuses integers, so it is not promoted).
 
     >>> aotjax.hypot(aotjax.tensor([3.0]), aotjax.tensor([4.0]))
@@ -322,9 +328,10 @@ def xlogy(x, other):
     tensor([0., 0.])
     """
     x, other = promote(x, other, dtype=_float_or_default(result_type(x, other)))
-    zero = eq(x, 0)
-    out = where(zero, 0.0, mul(x, log(_safe(other, zero, 1.0))))
-    return where(isnan(other), other, out)
+    # NOTE: log(other) is replaced by log(1) where x == 0 and log(other) is not finite: the product is then 0,
+    # and its derivatives as PyTorch's (d/dx = log(other) where x == 0, 0 where other <= 0)
+    other = _safe(other, logical_and(eq(x, 0), logical_or(le(other, 0), eq(other, math.inf))), 1.0)
+    return mul(x, log(other))
 
 
 def xlog1py(x, other):
@@ -334,9 +341,8 @@ def xlog1py(x, other):
     tensor([0., 0.])
     """
     x, other = promote(x, other, dtype=_float_or_default(result_type(x, other)))
-    zero = eq(x, 0)
-    out = where(zero, 0.0, mul(x, log1p(_safe(other, zero, 0.0))))
-    return where(isnan(other), other, out)
+    other = _safe(other, logical_and(eq(x, 0), logical_or(le(other, -1), eq(other, math.inf))), 0.0)
+    return mul(x, log1p(other))
 
 
 xlogy_ = _inplace_of(xlogy, "xlogy_")
@@ -587,10 +593,10 @@ def heaviside(x, values):
     """
     x, values = as_tensor(x), as_tensor(values)
     if x.dtype != values.dtype:
-        raise DTypeError(f"heaviside: x and values must have one dtype, got {x.aval.str_short()} and "
+        raise DTypeError(f"heaviside: x and values must have one dtype, got {as_tensor(x).aval.str_short()} and "
                          f"{values.aval.str_short()}{source_info.where()}; convert one of them first")
     one, zero = np.ones((), x.dtype), np.zeros((), x.dtype)
-    return where(eq(x, 0), values, where(lt(x, 0), zero, one))
+    return where(eq(x, 0), values, where(lt(0, x), one, zero))  # NOTE: NaN gives 0, as PyTorch
 
 
 heaviside_ = _inplace_of(heaviside, "heaviside_")
@@ -665,12 +671,12 @@ lgamma_p, lgamma__p, lgamma, lgamma_ = _unary("lgamma", lax.lgamma, _FLOATING, "
 
 
 def _digamma_lower(x):
-    # NOTE: PyTorch's digamma(0) is -inf (of either sign of zero); XLA's is NaN
-    return jnp.where(x == 0, jnp.asarray(-jnp.inf, x.dtype), lax.digamma(x))
+    # NOTE: PyTorch's digamma is -inf at 0.0 and +inf at -0.0 (the limits from the right and from the left)
+    return jnp.where(x == 0, jnp.copysign(jnp.asarray(jnp.inf, x.dtype), -x), lax.digamma(x))
 
 
 digamma_p, digamma__p, digamma, digamma_ = _unary("digamma", _digamma_lower, _FLOATING, """The logarithmic
-    derivative of gamma, `psi(x)` (-inf at 0, NaN at the negative integers).
+    derivative of gamma, `psi(x)` (-inf at 0.0, +inf at -0.0, NaN at the negative integers).
 
     >>> aotjax.digamma(aotjax.tensor([1.0]))
     tensor([-0.5772157])
@@ -812,9 +818,36 @@ log_ndtr_p, log_ndtr = _unary("log_ndtr", jsp.log_ndtr, _FLOATING, """The log of
 defjvp2(log_ndtr_p, lambda t, ans, x: mul(t, exp(sub(mul(square(x), -0.5), add(ans, math.log(_SQRT_2PI))))))
 
 
-def _bessel_j(n):
+def _hankel_coefficients(nu: int, terms: int = 10) -> list[float]:
+    """`a_k(nu) = prod_{j <= k} (4 nu^2 - (2j - 1)^2) / (k! 8^k)`: the coefficients of Hankel's asymptotic
+    expansion of `J_nu(x)` for large `x`."""
+    out, c = [1.0], 1.0
+    for k in range(1, terms):
+        c *= (4 * nu * nu - (2 * k - 1) ** 2) / (k * 8)
+        out.append(c)
+    return out
+
+
+def _bessel_j(nu: int):
+    """`J_nu(x)` for nu 0 or 1: the power series for `|x| <= 8`, Hankel's asymptotic expansion beyond
+    (jax's `bessel_jn` is NaN for small arguments in float32)."""
+    coefficients = _hankel_coefficients(nu)
+
     def lower(x):
-        return jsp.bessel_jn(x, v=n)[n]
+        ax = jnp.abs(x)
+        half, series, term = ax / 2, jnp.zeros_like(x), (ax / 2) ** nu / math.factorial(nu)
+        for k in range(30):
+            series = series + term
+            term = -term * half * half / ((k + 1) * (k + 1 + nu))
+        big = jnp.where(ax > 8, ax, jnp.asarray(8.0, x.dtype))
+        p = sum((-1) ** (k // 2) * c / big ** k for k, c in enumerate(coefficients) if k % 2 == 0)
+        q = sum((-1) ** (k // 2) * c / big ** k for k, c in enumerate(coefficients) if k % 2 == 1)
+        chi = big - (nu / 2 + 0.25) * math.pi
+        asymptotic = jnp.sqrt(2 / (math.pi * big)) * (p * jnp.cos(chi) - q * jnp.sin(chi))
+        out = jnp.where(ax > 8, asymptotic, series)
+        if nu == 1:
+            out = jnp.where(jnp.signbit(x), -out, out)  # NOTE: J1 is odd
+        return jnp.where(jnp.isinf(x), jnp.asarray(jnp.nan, x.dtype), out)  # NOTE: NaN at +-inf, as PyTorch
     return lower
 
 
