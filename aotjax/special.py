@@ -13,10 +13,10 @@ from aotjax.ops.pointwise import (  # noqa: F401
     bessel_j1,
     digamma,
     entr,
-    exp2,
     erfc,
     erfcx,
     erfinv,
+    exp2,
     i0,
     i0e,
     i1,
@@ -35,7 +35,6 @@ from aotjax.ops.pointwise import digamma as psi  # noqa: F401
 from aotjax.ops.pointwise import lgamma as gammaln  # noqa: F401
 from aotjax.ops.pointwise import mvlgamma as multigammaln  # noqa: F401
 from aotjax.ops.reduction import logsumexp  # noqa: F401
-
 
 __all__ = ["bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1",
            "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",

@@ -50,5 +50,6 @@ from aotjax.ops.views import *  # noqa: F403
 # NOTE: what `from aotjax.ops import *` gives: the op functions, not the family modules (so that the
 # `aotjax.ops.nn` module never shadows the `aotjax.nn` package, whatever the import order).
 __all__ = [name for family in (_frontend, conv, creation, decompositions, elementwise, generator, indexing, linalg, nn,
-                               pointwise, pooling, products, reduction, resampling, scatter_ops, shape, sorting, statistics, views)
+                               pooling, products, reduction, resampling, scatter_ops, shape, sorting, statistics, views)
            for name in family.__all__] + ["random", "default_float_dtype", "default_int_dtype", "result_type"]
+__all__ += pointwise.__all__

@@ -174,6 +174,8 @@ def _assert_same(got, want, name, tol):
         # NOTE: without x64, torch's 64-bit results (float_power, int64) are 32-bit here: the same kind
         assert g.dtype == w.dtype or (g.dtype.kind == w.dtype.kind and not X64), \
             f"{name}: dtype {g.dtype} != torch's {w.dtype}"
+        if g.dtype == np.float32:  # NOTE: with x64, integer operands still give float32 results, as torch's
+            tol = max(tol, 1e-5 if tol == TOL else 2e-4)
         np.testing.assert_allclose(g, w.astype(g.dtype), rtol=tol, atol=tol, err_msg=name)
 
 
@@ -306,9 +308,12 @@ def test_aliases_methods_and_namespaces_follow_torch():
 def test_vmap_of_the_new_primitives():
     x = RNG.uniform(0.2, 0.9, (3, 4)).astype(FLOAT)
     ops = ("asin", "erfinv", "lgamma", "digamma", "erfc", "log2", "i0")
-    got = aotjax.vmap(lambda v: [getattr(aotjax, o)(v) for o in ops] + [aotjax.polygamma(2, v),
-                                                                      aotjax.special.zeta(v + 1, v),
-                                                                      aotjax.special.i1e(v)], in_axes=1)(aotjax.tensor(x))
+
+    def f(v):
+        return [getattr(aotjax, o)(v) for o in ops] + [aotjax.polygamma(2, v), aotjax.special.zeta(v + 1, v),
+                                                       aotjax.special.i1e(v)]
+
+    got = aotjax.vmap(f, in_axes=1)(aotjax.tensor(x))
     t = _torch(x).T
     want = [getattr(torch, o)(t) for o in ops] + [torch.polygamma(2, t), torch.special.zeta(t + 1, t),
                                                   torch.special.i1e(t)]
