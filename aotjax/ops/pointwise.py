@@ -687,7 +687,13 @@ defjvp(lgamma_p, lambda t, x: mul(t, digamma(x)))
 def _polygamma_lower(x, *, n):
     if n == 0:
         return _digamma_lower(x)
-    return jsp.polygamma(jnp.asarray(n, jnp.int32), x)
+    # NOTE: as PyTorch: at the poles (0 and the negative integers; PyTorch's trigamma gives a large finite number
+    # at the negative ones) and at -inf, (-1)^(n+1) inf, but NaN at -inf for n = 1; at +inf 0 for n = 1, NaN beyond
+    pole = (x <= 0) & (jnp.floor(x) == x)
+    out = jnp.where(pole, jnp.asarray((-1) ** (n + 1) * jnp.inf, x.dtype), jsp.polygamma(jnp.asarray(n, jnp.int32), x))
+    if n == 1:
+        out = jnp.where(x == -jnp.inf, jnp.asarray(jnp.nan, x.dtype), out)
+    return jnp.where(x == jnp.inf, jnp.asarray(0.0 if n == 1 else jnp.nan, x.dtype), out)
 
 
 polygamma_p = elementwise("polygamma", _polygamma_lower, out_dtype=_FLOATING.rule("polygamma"))
