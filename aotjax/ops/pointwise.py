@@ -84,21 +84,18 @@ def _public(*fns):
 
 
 def _unary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
-    """A unary elementwise primitive, its in-place variant where `inplace`, and their op functions."""
+    """A unary elementwise primitive, its in-place variant where `inplace`, and their op functions (defined here,
+    not by the elementwise family's maker, so that they are this family's exports and its doctests run)."""
     prim = elementwise(name, lower, out_dtype=cls.rule(name))
+    fns = [_doc(lambda x: prim.bind(_unary_operand(cls, x)), name, doc)]
+    if inplace:
+        prim_ = inplace_variant(prim)
 
-    def op(x):
-        return prim.bind(_unary_operand(cls, x))
-
-    if not inplace:
-        return (prim, *_public(_doc(op, name, doc)))
-    prim_ = inplace_variant(prim)
-
-    def op_(x):
-        _check_unary_inplace(prim_, cls, x)
-        return bind_inplace(prim_, x)
-
-    return (prim, prim_, *_public(_doc(op, name, doc), _doc(op_, name + "_", _inplace_doc(name))))
+        def op_(x):
+            _check_unary_inplace(prim_, cls, x)
+            return bind_inplace(prim_, x)
+        fns.append(_doc(op_, name + "_", _inplace_doc(name)))
+    return (prim, prim_, *_public(*fns)) if inplace else (prim, *_public(*fns))
 
 
 def _binary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
@@ -498,28 +495,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     return add(input, mul(div(tensor1, tensor2), value))
 
 
-def addcmul_(input, tensor1, tensor2, *, value=1):
-    """In-place `addcmul`.
-
-    >>> x = aotjax.tensor([1.0])
-    >>> x.addcmul_(aotjax.tensor([2.0]), aotjax.tensor([3.0]))
-    tensor([7.])
-    """
-    out = addcmul(input, tensor1, tensor2, value=value)
-    check_inplace_cast("addcmul_", out.dtype, input.dtype)
-    return _copy_into(input, out)
-
-
-def addcdiv_(input, tensor1, tensor2, *, value=1):
-    """In-place `addcdiv`.
-
-    >>> x = aotjax.tensor([1.0])
-    >>> x.addcdiv_(aotjax.tensor([2.0]), aotjax.tensor([4.0]))
-    tensor([1.5])
-    """
-    out = addcdiv(input, tensor1, tensor2, value=value)
-    check_inplace_cast("addcdiv_", out.dtype, input.dtype)
-    return _copy_into(input, out)
+addcmul_ = _inplace_of(addcmul, "addcmul_", "aotjax.tensor([2.0, 2.0, 2.0]), x")
+addcdiv_ = _inplace_of(addcdiv, "addcdiv_", "x, aotjax.tensor([2.0, 2.0, 2.0])")
 
 
 def rsub(input, other, *, alpha=1):

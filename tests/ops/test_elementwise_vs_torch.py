@@ -15,6 +15,7 @@ import torch
 import aotjax
 from aotjax.core.errors import DTypeError, UnsupportedError
 from tests.helpers import FLOAT, INT, X64, by_mode
+from tests.ops.test_sort_vs_torch import _args, _flat, _np  # NOTE: the torch differential tests' shared helpers
 
 RNG = np.random.default_rng(0)
 NAN, INF = np.nan, np.inf
@@ -154,20 +155,6 @@ SLOW_CASES = [
 
 def _torch(x):
     return torch.tensor(np.asarray(x))
-
-
-def _args(sample):
-    return sample if isinstance(sample, tuple) else (sample,)
-
-
-def _flat(out) -> list:
-    if isinstance(out, (tuple, list)):
-        return [o for item in out for o in _flat(item)]
-    return [out]
-
-
-def _np(t):
-    return t.detach().numpy() if isinstance(t, torch.Tensor) else np.asarray(t.numpy())
 
 
 def _assert_same(got, want, name, tol):
