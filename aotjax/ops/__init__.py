@@ -13,6 +13,7 @@ from aotjax.ops import (
     indexing,
     linalg,
     nn,
+    pointwise,
     pooling,
     products,
     random,
@@ -34,6 +35,7 @@ from aotjax.ops.generator import *  # noqa: F403
 from aotjax.ops.indexing import *  # noqa: F403
 from aotjax.ops.linalg import *  # noqa: F403
 from aotjax.ops.nn import *  # noqa: F403
+from aotjax.ops.pointwise import *  # noqa: F403
 from aotjax.ops.pooling import *  # noqa: F403
 from aotjax.ops.products import *  # noqa: F403
 from aotjax.ops.promotion import default_float_dtype, default_int_dtype, result_type
@@ -50,3 +52,4 @@ from aotjax.ops.views import *  # noqa: F403
 __all__ = [name for family in (_frontend, conv, creation, decompositions, elementwise, generator, indexing, linalg, nn,
                                pooling, products, reduction, resampling, scatter_ops, shape, sorting, statistics, views)
            for name in family.__all__] + ["random", "default_float_dtype", "default_int_dtype", "result_type"]
+__all__ += pointwise.__all__

@@ -1,0 +1,42 @@
+"""`aotjax.special`: PyTorch's `torch.special` namespace (error functions, gamma functions, Bessel functions, the
+normal distribution's CDF and its inverse, `xlogy`, `logit`, softmax). The ops live in the op families
+(`aotjax.ops.pointwise`; `softmax`, `log_softmax` in `aotjax.ops.nn`, `logsumexp` in `aotjax.ops.reduction`).
+
+>>> aotjax.special.ndtr(aotjax.tensor([0.0]))
+tensor([0.5])
+"""
+from aotjax.ops.elementwise import erf, expm1, log1p, round  # noqa: F401
+from aotjax.ops.elementwise import sigmoid as expit  # noqa: F401
+from aotjax.ops.nn import log_softmax, softmax  # noqa: F401
+from aotjax.ops.pointwise import (  # noqa: F401
+    bessel_j0,
+    bessel_j1,
+    digamma,
+    entr,
+    erfc,
+    erfcx,
+    erfinv,
+    exp2,
+    i0,
+    i0e,
+    i1,
+    i1e,
+    log_ndtr,
+    logit,
+    ndtr,
+    ndtri,
+    polygamma,
+    sinc,
+    xlog1py,
+    xlogy,
+    zeta,
+)
+from aotjax.ops.pointwise import digamma as psi  # noqa: F401
+from aotjax.ops.pointwise import lgamma as gammaln  # noqa: F401
+from aotjax.ops.pointwise import mvlgamma as multigammaln  # noqa: F401
+from aotjax.ops.reduction import logsumexp  # noqa: F401
+
+__all__ = ["bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1",
+           "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",
+           "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy",
+           "zeta"]
