@@ -13,7 +13,7 @@ import numpy as np
 from jax import lax
 
 from aotjax.core.avals import python_scalar_dtype
-from aotjax.core.errors import ConcretizationError, ShapeError
+from aotjax.core.errors import ConcretizationError, ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer, find_top_trace
 from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.core.source_info import where
@@ -26,8 +26,8 @@ from aotjax.ops.layout import preserve_layout
 from aotjax.ops.promotion import category, default_float_dtype, default_int_dtype, is_float
 from aotjax.tensor import Tensor, method
 
-__all__ = ["tensor", "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "zeros_like", "ones_like",
-           "full_like", "empty_like"]
+__all__ = ["tensor", "device_put", "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "zeros_like",
+           "ones_like", "full_like", "empty_like"]
 
 
 # -- frontend helpers ------------------------------------------------------------------------------
@@ -167,6 +167,30 @@ def _init_from_data(self, data, dtype=None):
 
 
 method(_init_from_data, "__init__")
+
+
+# -- placement -----------------------------------------------------------------------------------------
+def device_put(x, device=None):
+    """`x` (a Tensor, or a pytree of them) copied to `device`: a `jax` device, or a `jax.sharding.Sharding`
+    (`NamedSharding(mesh, PartitionSpec(...))`) that lays it out over several devices, as `jax.device_put`. The
+    result is a new tensor (as torch's `t.to(device)`); compiled functions take sharded tensors as they are, and
+    XLA partitions the program from their shardings (a batch sharded over a `data` axis with replicated parameters
+    is data parallelism, the gradient's all-reduce inserted by XLA). A written sharded argument keeps its sharding.
+
+    >>> import jax
+    >>> t = aotjax.device_put(aotjax.ones(2), jax.devices()[0])
+    >>> t.devices() == {jax.devices()[0]}
+    True
+    """
+    def put(t):
+        if not isinstance(t, Tensor):
+            return t
+        if isinstance(t, Tracer):
+            raise UnsupportedError(f"device_put of a traced tensor ({t.aval.str_short()}){where()}: place the "
+                                   f"arguments before the call (their shardings then decide the program's)")
+        return Tensor._wrap(jax.device_put(read(t), device))
+
+    return jax.tree_util.tree_map(put, x)
 
 
 # -- full ------------------------------------------------------------------------------------------

@@ -1,0 +1,72 @@
+"""Many devices, simulated on the CPU (8 host devices, in a subprocess: the device count is fixed when jax starts):
+`device_put` with a `NamedSharding`, a data-parallel training step (the batch sharded over a `data` axis,
+parameters replicated, the gradient's all-reduce left to XLA) equal to the single-device step, its written-back
+parameters keeping their sharding."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import pytest
+
+import aotjax
+
+PROGRAM = textwrap.dedent("""
+    import numpy as np, jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    import aotjax, aotjax.nn as nn, aotjax.nn.functional as F
+    from aotjax.func import functional_call
+
+    assert len(jax.devices()) == 8
+    mesh = Mesh(np.array(jax.devices()), ("data",))
+
+    def train_step(model, opt, x, y):
+        loss, g = aotjax.value_and_grad(lambda p: F.cross_entropy(functional_call(model, p, (x,)), y))(
+            dict(model.named_parameters()))
+        opt.step(g)
+        return loss
+
+    def train(place):
+        aotjax.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 3))
+        opt = aotjax.optim.SGD(model.named_parameters(), lr=0.1, momentum=0.9)
+        step = aotjax.jit(train_step)
+        rng = np.random.default_rng(0)
+        losses = []
+        for _ in range(5):
+            x = aotjax.tensor(rng.normal(size=(32, 4)).astype(np.float32))
+            y = aotjax.tensor(rng.integers(0, 3, size=32).astype(np.int32))
+            losses.append(float(step(model, opt, place(x), place(y))))
+        return model, losses, step
+
+    batch = NamedSharding(mesh, P("data"))
+    one, one_losses, _ = train(lambda t: t)
+    dp, dp_losses, step = train(lambda t: aotjax.device_put(t, batch))
+    np.testing.assert_allclose(dp_losses, one_losses, rtol=1e-5)
+    for (name, a), (_, b) in zip(one.named_parameters(), dp.named_parameters()):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+        assert len(b.devices()) == 8, name                      # replicated over the mesh by the program
+    x = aotjax.device_put(aotjax.ones(32, 4), batch)
+    assert x.sharding == batch and len(x.devices()) == 8
+    assert step.trace_count == 1
+    print("ok")
+""")
+
+
+@pytest.mark.slow
+def test_a_data_parallel_step_on_eight_devices_equals_one_device():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().endswith("ok")
+
+
+def test_device_put_places_a_tensor_and_refuses_tracers():
+    d = jax.devices()[0]
+    t = aotjax.device_put({"a": aotjax.ones(2)}, d)["a"]
+    assert t.devices() == {d} and t.sharding is not None
+    with pytest.raises(aotjax.core.errors.UnsupportedError, match="device_put of a traced tensor"):
+        aotjax.jit(lambda x: aotjax.device_put(x, d))(aotjax.ones(2))
