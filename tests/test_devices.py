@@ -52,6 +52,19 @@ PROGRAM = textwrap.dedent("""
     x = aotjax.device_put(aotjax.ones(32, 4), batch)
     assert x.sharding == batch and len(x.devices()) == 8
     assert step.trace_count == 1
+
+    # jit's in_shardings/out_shardings; a sharded argument written in place keeps its sharding and is donated
+    rows, rep = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+    def scale(x, w):
+        w.mul_(2)
+        return {"y": x @ w, "w": w}
+    jf = aotjax.jit(scale, in_shardings=(rows, rep), out_shardings={"y": rows, "w": None})
+    w = aotjax.device_put(aotjax.ones(3, 2), rep)
+    before = w._storage.base
+    out = jf(aotjax.ones(16, 3), w)
+    assert out["y"].sharding == rows and out["w"] is w and w.sharding == rep, (out["y"].sharding, w.sharding)
+    assert before.is_deleted()                                   # donated: the program wrote into its buffer
+    np.testing.assert_allclose(out["y"].numpy(), np.full((16, 2), 6.0))
     print("ok")
 """)
 
@@ -62,6 +75,18 @@ def test_a_data_parallel_step_on_eight_devices_equals_one_device():
     proc = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().endswith("ok")
+
+
+def test_jit_shardings_on_one_device_and_their_errors():
+    one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    f = aotjax.jit(lambda x, w: (x * 2, w.add_(1)), in_shardings=one, out_shardings=(one, None))
+    w = aotjax.zeros(2)
+    y, same = f(aotjax.ones(2), w)
+    assert same is w and float(w.sum()) == 2.0 and y.sharding.device_set == {jax.devices()[0]}
+    with pytest.raises(ValueError, match="out_shardings gives out\\[1\\] a sharding"):
+        aotjax.jit(lambda x, w: (x * 2, w.add_(1)), out_shardings=(one, one))(aotjax.ones(2), aotjax.zeros(2))
+    with pytest.raises(ValueError, match="in_shardings must be a sharding, None, or a pytree prefix"):
+        aotjax.jit(lambda x: x, in_shardings=(one, one))(aotjax.ones(2))
 
 
 def test_device_put_places_a_tensor_and_refuses_tracers():

@@ -31,7 +31,7 @@ from aotjax.interpreters.eval import read
 from aotjax.lowering.to_jax import CheckedProgram, avals_to_structs, flat_function, xla_compiler
 from aotjax.ops.calls import Program, compiled_call_p
 from aotjax.runtime import boundary, guards
-from aotjax.runtime.boundary import GroupKind, Slot
+from aotjax.runtime.boundary import GroupKind, OutKind, Slot
 from aotjax.tensor import Tensor
 from aotjax.transforms.argnums import fun_name, normalize_argnums
 from aotjax.transforms.functionalize import Staged, functionalize, stage_functionalized
@@ -46,7 +46,7 @@ class _Entry:
 
     __slots__ = ("staged", "fn", "donated", "readers", "base_pos", "mutated_pos", "checks", "_program")
 
-    def __init__(self, staged: Staged, donate: bool, checks: bool = False):
+    def __init__(self, staged: Staged, donate: bool, checks: bool = False, shardings: tuple | None = None):
         self.staged = staged
         meta = staged.meta
         self.donated = tuple(meta.mutated) if donate else ()
@@ -55,13 +55,17 @@ class _Entry:
         self.base_pos = [positions[(Slot.BASE, k)] for k in range(meta.n_bases)]
         self.mutated_pos = [positions[(Slot.MUTATED, g)] for g in meta.mutated]
         fn = flat_function(staged.jaxpr)
+        in_shardings, out_shardings = shardings or (None, None)
+        if out_shardings is not None:
+            fn = _constrained(fn, out_shardings)
         if checks:  # NOTE: a donated input's new value is its old one when a check fails (the program's input g)
             guard = [(pos, g) for g, pos in zip(meta.mutated, self.mutated_pos, strict=True) if g in self.donated]
             self.checks = CheckedProgram(fn, guard)
             fn = self.checks.function
         else:
             self.checks = None
-        self.fn = jax.jit(fn, donate_argnums=self.donated)
+        options = {"in_shardings": in_shardings} if in_shardings is not None else {}
+        self.fn = jax.jit(fn, donate_argnums=self.donated, **options)
         self._program = None
 
     @property
@@ -97,6 +101,64 @@ class _Entry:
             if isinstance(target, Tensor) and target._storage.base.is_deleted():  # donated: its value at entry
                 boundary.write_back(target, outs[pos])
         raise failure
+
+
+def _constrained(fn, shardings: list):
+    """`fn` with its outputs constrained to `shardings` (None: as XLA decides)."""
+    def constrained(*args):
+        return [o if sh is None else jax.lax.with_sharding_constraint(o, sh)
+                for o, sh in zip(fn(*args), shardings, strict=True)]
+
+    constrained.__name__ = fn.__name__
+    return constrained
+
+
+def _is_sharding_leaf(x) -> bool:
+    return x is None or isinstance(x, jax.sharding.Sharding)
+
+
+def _per_leaf(prefix, tree, what: str) -> list:
+    """`prefix` (a sharding, None, or a pytree prefix of `tree` holding them) broadcast to `tree`'s leaves."""
+    shape = jax.tree_util.tree_structure(prefix, is_leaf=_is_sharding_leaf)
+    try:
+        subtrees = shape.flatten_up_to(tree)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"jit: {what} must be a sharding, None, or a pytree prefix of the "
+                         f"{'arguments' if what == 'in_shardings' else 'outputs'} holding them ({e})") from None
+    out = []
+    for sh, sub in zip(jax.tree_util.tree_leaves(prefix, is_leaf=_is_sharding_leaf), subtrees, strict=True):
+        out += [sh] * len(jax.tree_util.tree_leaves(sub))
+    return out
+
+
+def program_shardings(staged: Staged, dyn_args: tuple, in_shardings, out_shardings) -> tuple | None:
+    """jit's `in_shardings`/`out_shardings` as the pure program's: one per input group (its first argument's; None
+    for captured tensors: as they are) and one per output (fresh values only: an output that is an input, or a view
+    of one, has that input's sharding)."""
+    if in_shardings is None and out_shardings is None:
+        return None
+    meta = staged.meta
+    program_in = None
+    if in_shardings is not None:
+        per_arg = _per_leaf(tuple(in_shardings) if isinstance(in_shardings, list) else in_shardings, dyn_args,
+                            "in_shardings")
+        program_in = tuple(per_arg[g.leaves[0][0]] if g.leaves and g.leaves[0][0] < len(per_arg) else None
+                           for g in meta.groups)
+    program_out = None
+    if out_shardings is not None:
+        outputs = jax.tree_util.tree_unflatten(meta.out_tree, list(range(len(meta.outputs))))
+        per_out = _per_leaf(out_shardings, outputs, "out_shardings")
+        positions = {entry: i for i, entry in enumerate(meta.layout)}
+        program_out = [None] * len(meta.layout)
+        for k, (spec, sh) in enumerate(zip(meta.outputs, per_out, strict=True)):
+            if sh is None:
+                continue
+            if spec.kind is not OutKind.BASE or spec.chain:
+                name = meta.output_names[k] if k < len(meta.output_names) else f"out[{k}]"
+                raise ValueError(f"jit: out_shardings gives {name} a sharding, but that output is an input of the "
+                                 f"function or a view (it keeps its base's sharding); give it None")
+            program_out[positions[(Slot.BASE, spec.index)]] = sh
+    return program_in, program_out
 
 
 def _reader(g, donated: bool):
@@ -154,11 +216,13 @@ class Jitted:
 
     what = "jit"  # the transform's name, for messages
 
-    def __init__(self, fun: Callable, static_argnums: int | Sequence[int], donate: bool, checks: bool | None = None):
+    def __init__(self, fun: Callable, static_argnums: int | Sequence[int], donate: bool, checks: bool | None = None,
+                 in_shardings=None, out_shardings=None):
         self.fun = fun
         self.static_argnums = normalize_argnums(fun, static_argnums, self.what, "static_argnums")
         self.donate = donate
         self.checks = checks
+        self.in_shardings, self.out_shardings = in_shardings, out_shardings
         self._cache: dict = {}
         self.trace_count = 0
         functools.update_wrapper(self, fun, updated=())  # NOTE: not fun.__dict__: a wrapped Jitted has state
@@ -220,7 +284,14 @@ class Jitted:
         with emit_checks(checks):
             staged = run_pass("jit: functionalize", stage_functionalized, self.fun, args, kwargs,  # the pure program
                               self.static_argnums, self.what, show=attrgetter("jaxpr")).release()
-        return run_pass("jit: lower", _Entry, staged, self.donate, checks, show=_lowered_program)  # jax.jit, donating
+        shardings = program_shardings(staged, self._dynamic(args, kwargs), self.in_shardings, self.out_shardings)
+        return run_pass("jit: lower", _Entry, staged, self.donate, checks, shardings,  # jax.jit, donating
+                        show=_lowered_program)
+
+    def _dynamic(self, args, kwargs) -> tuple:
+        if not self.static_argnums:
+            return tuple(args)
+        return tuple(split_static(args, self.static_argnums, kwargs, self.what, self.fun)[0])
 
     def lower(self, *args, **kwargs) -> "Lowered":
         """Trace and lower for these arguments (nothing runs): the functionalized jaxpr, the boundary
@@ -359,7 +430,7 @@ class Compiled:
 
 
 def jit(fun: Callable, static_argnums: int | Sequence[int] = (), donate: bool = True,
-        checks: bool | None = None) -> Jitted:
+        checks: bool | None = None, *, in_shardings=None, out_shardings=None) -> Jitted:
     """Compile `fun` through XLA, keeping eager semantics at the call.
 
     `fun` is functionalized and traced for the shapes, dtypes, pytree structure, static arguments
@@ -379,6 +450,10 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), donate: bool = 
     donated ones included (their old values are the program's outputs then). Checks cost a
     reduction per index and a sync with the device at each call, so they are off by default.
 
+    `in_shardings` and `out_shardings` are `jax.jit`'s: a `jax.sharding.Sharding`, None (as XLA decides, or as the
+    argument is placed), or a pytree prefix of the (non-static) positional arguments / of the outputs holding them.
+    An output that is an input or a view of one keeps that input's sharding (give it None).
+
     >>> @aotjax.jit
     ... def step(w, g):
     ...     w.sub_(0.5 * g)
@@ -391,4 +466,4 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), donate: bool = 
     Traceback (most recent call last):
     IndexError: getitem: index 3 is out of bounds for dimension 0 with size 3 (at ...)
     """
-    return Jitted(fun, static_argnums, donate, checks)
+    return Jitted(fun, static_argnums, donate, checks, in_shardings, out_shardings)
