@@ -274,6 +274,8 @@ L0_1 = _lin((0,), (1,))  # linear in each operand, the other fixed (a product)
 
 K, FL, B = Result.KEEP, Result.FLOAT, Result.BOOL
 
+_ONE_DEVICE = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+
 RECORDS: list[OpRecord] = [
     # -- elementwise unary --------------------------------------------------------------------------------
     unary("neg", np.negative, jnp.negative, result=K, linear=L0, prim="neg"),
@@ -568,6 +570,8 @@ RECORDS: list[OpRecord] = [
     op("log_softmax", lambda x: aotjax.log_softmax(x, 0), lambda x: jax.nn.log_softmax(x, 0)),
     # -- rematerialization markers (identities) ----------------------------------------------------------------
     op("checkpoint_name", lambda x: aotjax.checkpoint_name(x, "h"), lambda x: x, linear=L0, prim="checkpoint_name"),
+    op("sharding_constraint", lambda x: aotjax.lax.with_sharding_constraint(x, _ONE_DEVICE), lambda x: x, linear=L0,
+       prim="sharding_constraint"),
     op("optimization_barrier", lambda x, y: optimization_barrier_p.bind(x, y)[0] * 2.0 + y, lambda x, y: x * 2.0 + y,
        ((2, 3), (3,)), linear=L01, prim="optimization_barrier"),
     # -- calls ------------------------------------------------------------------------------------------------

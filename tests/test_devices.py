@@ -65,6 +65,11 @@ PROGRAM = textwrap.dedent("""
     assert out["y"].sharding == rows and out["w"] is w and w.sharding == rep, (out["y"].sharding, w.sharding)
     assert before.is_deleted()                                   # donated: the program wrote into its buffer
     np.testing.assert_allclose(out["y"].numpy(), np.full((16, 2), 6.0))
+
+    # with_sharding_constraint inside a program, under vmap (the batch axis left unsharded) and grad
+    cols = NamedSharding(mesh, P(None, "data"))
+    g = aotjax.jit(aotjax.vmap(aotjax.grad(lambda v: aotjax.lax.with_sharding_constraint(v * v, cols).sum())))
+    np.testing.assert_allclose(g(aotjax.ones(2, 4, 16)).numpy(), np.full((2, 4, 16), 2.0))
     print("ok")
 """)
 
@@ -95,3 +100,12 @@ def test_device_put_places_a_tensor_and_refuses_tracers():
     assert t.devices() == {d} and t.sharding is not None
     with pytest.raises(aotjax.core.errors.UnsupportedError, match="device_put of a traced tensor"):
         aotjax.jit(lambda x: aotjax.device_put(x, d))(aotjax.ones(2))
+
+
+def test_with_sharding_constraint_is_the_identity_to_every_transform():
+    one = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    f = lambda x: (aotjax.lax.with_sharding_constraint(x.sin(), one) * x).sum()  # noqa: E731
+    x = aotjax.tensor([0.5, 1.0])
+    want = aotjax.grad(lambda x: (x.sin() * x).sum())(x)
+    for g in (aotjax.grad(f), aotjax.jit(aotjax.grad(f)), aotjax.grad(aotjax.aot(f))):
+        assert float((g(x) - want).abs().max()) < 1e-6

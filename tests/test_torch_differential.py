@@ -197,6 +197,7 @@ NO_PYTORCH_OP = {
     "copy": lambda d, s: s.expand(d.shape).clone(),
     "fill": lambda x, v: v.expand(x.shape).clone(),
     "checkpoint_name": lambda x: x,
+    "sharding_constraint": lambda x: x,
     "optimization_barrier": lambda x, y: x * 2.0 + y,
     "compiled_call": lambda x, y: x * 2.0 + y.sum(),
 }

@@ -22,6 +22,7 @@ from aotjax.ops import (
     resampling,
     scatter_ops,
     shape,
+    sharding,
     sorting,
     statistics,
     views,
