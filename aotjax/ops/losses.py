@@ -248,7 +248,8 @@ def _norm_last(d, p: float, keepdim: bool):
         return (d * d).sum(-1, keepdim=keepdim).sqrt()
     if p == 1:
         return d.abs().sum(-1, keepdim=keepdim)
-    return (d.abs() ** p).sum(-1, keepdim=keepdim) ** (1.0 / p)
+    # NOTE: the root as exp(log(s) / p): the jvp of `s ** (1 / p)` loses precision in x64 mode (a core bug)
+    return ((d.abs() ** p).sum(-1, keepdim=keepdim).log() / p).exp()
 
 
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):

@@ -123,7 +123,8 @@ def _pnorm(x, p: float, dim: int):
         return (x * x).sum(dim, keepdim=True).sqrt()
     if p == 1:
         return x.abs().sum(dim, keepdim=True)
-    return (x.abs() ** p).sum(dim, keepdim=True) ** (1.0 / p)
+    # NOTE: the root as exp(log(s) / p): the jvp of `s ** (1 / p)` loses precision in x64 mode (a core bug)
+    return ((x.abs() ** p).sum(dim, keepdim=True).log() / p).exp()
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):

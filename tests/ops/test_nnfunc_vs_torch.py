@@ -250,7 +250,7 @@ def _copy_into(ours, theirs):
     theirs.to(TORCH_FLOAT)
     with torch.no_grad():
         for p in theirs.parameters():
-            p.copy_(torch.randn_like(p))
+            p.copy_(torch.randn_like(p).float())  # NOTE: float32 values: our layers' parameters are float32
     ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
     assert list(ours.state_dict()) == list(theirs.state_dict())
 
@@ -283,8 +283,8 @@ def test_layers_match_torch_with_the_same_weights(name, args, shape):
 
 
 def test_instance_norm_tracks_running_statistics_as_torch():
-    ours, theirs = aotjax.nn.InstanceNorm1d(3, momentum=0.3, track_running_stats=True), torch.nn.InstanceNorm1d(
-        3, momentum=0.3, track_running_stats=True).to(TORCH_FLOAT)
+    ours = aotjax.nn.InstanceNorm1d(3, momentum=0.3, track_running_stats=True, dtype=FLOAT)
+    theirs = torch.nn.InstanceNorm1d(3, momentum=0.3, track_running_stats=True).to(TORCH_FLOAT)
     x = np.random.default_rng(0).standard_normal((4, 3, 5)).astype(FLOAT) * 2 + 1
     for _ in range(2):
         _close(ours(aotjax.tensor(x)), theirs(torch.tensor(x)))
