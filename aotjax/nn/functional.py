@@ -78,6 +78,7 @@ from aotjax.ops.normalization import (  # noqa: F401
     dropout1d,
     dropout2d,
     dropout3d,
+    embedding_bag,
     feature_alpha_dropout,
     group_norm,
     instance_norm,

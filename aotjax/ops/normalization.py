@@ -17,8 +17,8 @@ from aotjax.ops.random import bernoulli
 from aotjax.ops.shape import cat
 
 __all__ = ["group_norm", "instance_norm", "alpha_dropout", "feature_alpha_dropout"]
-FUNCTIONAL = ["group_norm", "instance_norm", "local_response_norm", "normalize", "one_hot", "dropout1d", "dropout2d",
-              "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
+FUNCTIONAL = ["group_norm", "instance_norm", "local_response_norm", "normalize", "one_hot", "embedding_bag",
+              "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
 
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
@@ -268,3 +268,75 @@ def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace
                          f"{list(x.shape)}{where()}")
     return _feature_dropout("feature_alpha_dropout", x, p, training, inplace, x.ndim - 2, True, key, generator)
 
+
+
+# -- embedding bags --------------------------------------------------------------------------------
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                  mode: str = "mean", sparse: bool = False, per_sample_weights=None, include_last_offset: bool = False,
+                  padding_idx: int | None = None):
+    """The sums, means or maxima (`mode`) of bags of rows of `weight`, without building the rows' tensor per bag:
+    a 2-D `input` `[B, L]` holds B bags of L indices; a 1-D `input` is cut into bags at `offsets` (the start of
+    each bag; with `include_last_offset` one more entry, the end of the last bag, which runs to the end of
+    `input` whatever it says, as in PyTorch). `per_sample_weights`
+    (`mode='sum'` only) scales each row; entries equal to `padding_idx` are left out (and out of the means'
+    counts). An empty bag gives zeros. As `torch.nn.functional.embedding_bag`, without `max_norm`,
+    `scale_grad_by_freq` and `sparse`.
+
+    >>> w = aotjax.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    >>> aotjax.nn.functional.embedding_bag(aotjax.tensor([0, 1, 2]), w, aotjax.tensor([0, 2]), mode="sum")
+    tensor([[4., 6.],
+            [5., 6.]])
+    """
+    from aotjax.ops.elementwise import where as select
+    from aotjax.ops.nn import embedding
+    from aotjax.ops.sorting import searchsorted
+
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError(f"embedding_bag: max_norm, scale_grad_by_freq and sparse are not supported{where()}; "
+                                  f"renormalize the weight yourself (with `aotjax.no_grad`) before the call")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}{where()}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode={mode!r}){where()}")
+    input, weight = as_tensor(input), as_tensor(weight)
+    if category(input.dtype) != 1:
+        raise DTypeError(f"embedding_bag: input must hold indices (an integer tensor), got {input.aval.str_short()}"
+                         f"{where()}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"embedding_bag: if input is 2D, then offsets has to be None, as input is treated as a "
+                             f"mini-batch of fixed length sequences{where()}")
+        n_bags, length = input.shape
+        offsets = arange(0, n_bags * length, max(length, 1), dtype=input.dtype)[:n_bags]
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = as_tensor(per_sample_weights).reshape(-1)
+        include_last_offset = False
+    elif input.ndim == 1:
+        if offsets is None or as_tensor(offsets).ndim != 1:
+            raise ValueError(f"embedding_bag: a 1D input needs offsets, a 1D tensor of the bags' starts{where()}")
+        offsets = as_tensor(offsets)
+        n_bags = offsets.shape[0] - (1 if include_last_offset else 0)
+    else:
+        raise ShapeError(f"embedding_bag: input has to be 1D or 2D, got shape {list(input.shape)}{where()}")
+    n, dim = input.shape[0], weight.shape[1]
+    rows = embedding(input, weight)
+    bag = searchsorted(offsets, arange(n, dtype=offsets.dtype), right=True) - 1
+    # NOTE: as PyTorch, the last bag runs to the end of `input` whatever the last offset says
+    bag = bag.clamp(0, max(n_bags - 1, 0))
+    keep = input == input
+    if padding_idx is not None:
+        keep = input != (padding_idx + weight.shape[0] if padding_idx < 0 else padding_idx)
+    if per_sample_weights is not None:
+        rows = rows * as_tensor(per_sample_weights).unsqueeze(1)
+    if mode == "max":
+        filled = select(keep.unsqueeze(1), rows, rows.detach() * 0 - math.inf)
+        out = zeros(n_bags, dim, dtype=rows.dtype).fill_(-math.inf).scatter_reduce(
+            0, bag.unsqueeze(1).expand(n, dim), filled, "amax")
+        return select(out == -math.inf, zeros(n_bags, dim, dtype=rows.dtype), out)  # NOTE: empty bags give 0
+    out = zeros(n_bags, dim, dtype=rows.dtype).index_add(0, bag, rows * keep.unsqueeze(1))
+    if mode == "mean":
+        counts = zeros(n_bags, dtype=rows.dtype).index_add(0, bag, keep.to(rows.dtype))
+        out = out / counts.clamp(min=1).unsqueeze(1)
+    return out

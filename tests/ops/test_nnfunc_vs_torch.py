@@ -134,6 +134,12 @@ CASES = {
     "instance_norm": [([randn(2, 3, 5), Fixed(None), Fixed(None), randn(3), randn(3)], {}),
                       ([randn(2, 3, 4, 3)], dict(eps=1e-3))],
     "local_response_norm": [([randn(2, 6, 5)], dict(size=3, alpha=0.1, k=2.0)), ([randn(2, 5, 3, 2)], dict(size=4))],
+    "embedding_bag": [([Fixed(np.array([0, 5, 2, 2, 1, 4, 3], dtype=INT)), randn(6, 3), idx(0, 2, 2, 5)],
+                       dict(mode="max")),
+                      ([Fixed(np.array([0, 5, 2, 2, 1, 4, 3], dtype=INT)), randn(6, 3), idx(0, 2, 2, 5, 6)],
+                       dict(mode="mean", padding_idx=2, include_last_offset=True)),
+                      ([Fixed(np.array([[0, 5, 2], [2, 1, 4]], dtype=INT)), randn(6, 3)],
+                       dict(mode="sum", per_sample_weights=Fixed(np.linspace(-1, 1, 6).reshape(2, 3).astype(FLOAT))))],
     "normalize": [([randn(3, 4)], {}), ([randn(3, 4)], dict(p=1.0, dim=0)), ([randn(3, 4)], dict(p=math.inf))],
 }
 
@@ -267,6 +273,16 @@ LAYERS = [
     ("InstanceNorm3d", (2,), (2, 2, 3, 2, 3)), ("LocalResponseNorm", (3,), (2, 5, 4)), ("CosineSimilarity", (), (3, 4)),
     ("PairwiseDistance", (), (3, 4)),
 ]
+
+
+def test_embedding_bag_layer_matches_torch():
+    ours, theirs = aotjax.nn.EmbeddingBag(6, 3, mode="max", padding_idx=1), torch.nn.EmbeddingBag(6, 3, mode="max",
+                                                                                                  padding_idx=1)
+    _copy_into(ours, theirs)
+    inp, off = np.array([0, 1, 2, 5, 4], dtype=INT), np.array([0, 2], dtype=INT)
+    _close(ours(aotjax.tensor(inp), aotjax.tensor(off)),
+           theirs(torch.tensor(inp.astype(np.int64)), torch.tensor(off.astype(np.int64))))
+    assert repr(ours) == repr(theirs)
 
 
 @pytest.mark.parametrize("name, args, shape", LAYERS, ids=[layer[0] for layer in LAYERS])
