@@ -276,8 +276,8 @@ LAYERS = [
 
 
 def test_embedding_bag_layer_matches_torch():
-    ours, theirs = aotjax.nn.EmbeddingBag(6, 3, mode="max", padding_idx=1), torch.nn.EmbeddingBag(6, 3, mode="max",
-                                                                                                  padding_idx=1)
+    ours = aotjax.nn.EmbeddingBag(6, 3, mode="max", padding_idx=1, dtype=FLOAT)
+    theirs = torch.nn.EmbeddingBag(6, 3, mode="max", padding_idx=1)
     _copy_into(ours, theirs)
     inp, off = np.array([0, 1, 2, 5, 4], dtype=INT), np.array([0, 2], dtype=INT)
     _close(ours(aotjax.tensor(inp), aotjax.tensor(off)),

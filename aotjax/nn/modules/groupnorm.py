@@ -5,10 +5,10 @@ from __future__ import annotations
 from aotjax.core.errors import ShapeError
 from aotjax.nn import init
 from aotjax.nn.module import Module
+from aotjax.nn.modules.batchnorm import _BatchNorm
 from aotjax.nn.parameter import Parameter
 from aotjax.ops import normalization as N
-from aotjax.ops.creation import empty, ones, zeros
-from aotjax.ops.promotion import default_int_dtype
+from aotjax.ops.creation import empty
 
 __all__ = ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "Dropout1d",
            "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
@@ -54,31 +54,15 @@ class GroupNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-class _InstanceNorm(Module):
+class _InstanceNorm(_BatchNorm):
+    """`_BatchNorm`'s parameters and buffers (other defaults: no affine, no running statistics) with instance
+    statistics: see `InstanceNorm1d`."""
+
     _spatial = 0
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
                  track_running_stats: bool = False, device=None, dtype=None, *, bias: bool = True):
-        super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(ones(num_features, dtype=dtype))
-            if bias:
-                self.bias = Parameter(zeros(num_features, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", ones(num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", zeros((), dtype=default_int_dtype()))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, input):
         name = type(self).__name__
@@ -92,12 +76,8 @@ class _InstanceNorm(Module):
                              f"but got: {x.shape[1]}.")
         use_input_stats = self.training or not self.track_running_stats
         y = N.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
-                            self.momentum if self.momentum is not None else 0.1, self.eps)
+                            self.momentum if self.momentum is not None else 0.0, self.eps)
         return y.squeeze(0) if unbatched else y
-
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class InstanceNorm1d(_InstanceNorm):
