@@ -36,7 +36,7 @@ def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
     >>> aotjax.nn.functional.leaky_relu(aotjax.tensor([-2.0, 3.0]), 0.5)
     tensor([-1.,  3.])
     """
-    x = as_tensor(input)
+    x = _float("leaky_relu", input)
     return _out(x, select(x > 0, x, x * negative_slope), inplace)
 
 
@@ -140,7 +140,7 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
         raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val}){where()}")
     x = as_tensor(input)
     inside = (x > min_val).logical_and(x < max_val)
-    clamped = x.detach().clamp(min_val, max_val)
+    clamped = x.detach().clamp(min_val, max_val).to(x.dtype)  # NOTE: an integer input stays integer, as in torch
     return _out(x, select(inside, x, clamped), inplace)
 
 
@@ -226,7 +226,7 @@ def prelu(input, weight):
     >>> aotjax.nn.functional.prelu(aotjax.tensor([-2.0, 3.0]), aotjax.tensor([0.25]))
     tensor([-0.5,  3. ])
     """
-    x, weight = as_tensor(input), as_tensor(weight)
+    x, weight = _float("prelu", input), as_tensor(weight)
     if weight.numel() != 1:
         if x.ndim == 0:
             raise ShapeError(f"prelu: a 0-d input takes a single slope, got weight of shape "
@@ -309,7 +309,7 @@ def hardshrink(input, lambd: float = 0.5):
     >>> aotjax.nn.functional.hardshrink(aotjax.tensor([-2.0, 0.1, 2.0]))
     tensor([-2.,  0.,  2.])
     """
-    x = as_tensor(input)
+    x = _float("hardshrink", input)
     return select((x > lambd).logical_or(x < -lambd), x, x * 0)
 
 

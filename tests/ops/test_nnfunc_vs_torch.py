@@ -238,6 +238,16 @@ def test_inplace_forms_write_torchs_values_into_their_input_eagerly_and_under_ji
         _close(a, t)
 
 
+def test_integer_inputs_as_torch():
+    x = np.array([-3, -1, 0, 2, 5], dtype=INT)
+    for name, kw in [("hardtanh", {}), ("relu6", {}), ("threshold", dict(threshold=1, value=7)), ("softsign", {})]:
+        got, want = getattr(F, name)(aotjax.tensor(x), **kw), getattr(TF, name)(torch.tensor(x), **kw)
+        assert got.tolist() == want.tolist() and (got.dtype == INT) == (want.dtype != torch.float32), name
+    for name in ("leaky_relu", "elu", "hardshrink", "softplus", "mish"):
+        with pytest.raises(DTypeError, match=f"{name}: expected a floating-point tensor"):
+            getattr(F, name)(aotjax.tensor(x))
+
+
 def test_one_hot_matches_torch():
     t = np.array([[0, 3], [2, 1]], dtype=INT)
     tt = torch.tensor(t.astype(np.int64))
@@ -398,3 +408,24 @@ def test_errors_name_the_op_and_the_problem():
         F.dropout2d(aotjax.ones(2, 3))
     with pytest.raises(ValueError, match="one_hot: num_classes=-1 needs the tensor's values"):
         aotjax.jit(F.one_hot)(aotjax.tensor([1]))
+
+
+@pytest.mark.slow
+def test_vmap_of_losses_and_their_gradients_is_the_loop_in_torch():
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((3, 4, 5)).astype(FLOAT), rng.uniform(0.1, 0.9, (3, 4, 5)).astype(FLOAT)
+    t = np.array([[0, 4, 1, 2], [3, 3, 0, 1], [2, 1, 4, 0]], dtype=INT)
+
+    def losses(a, p, c):
+        return (F.nll_loss(F.log_softmax(a, 1), c, ignore_index=1) + F.binary_cross_entropy_with_logits(a, p)
+                + F.group_norm(a.unsqueeze(0), 1).pow(2).mean() + F.huber_loss(a, p, delta=0.5))
+
+    got = aotjax.vmap(lambda a, p, c: (losses(a, p, c), aotjax.grad(losses)(a, p, c)))(
+        aotjax.tensor(x), aotjax.tensor(y), aotjax.tensor(t))
+    for i in range(3):
+        a, p, c = torch.tensor(x[i], requires_grad=True), torch.tensor(y[i]), torch.tensor(t[i].astype(np.int64))
+        want = (TF.nll_loss(TF.log_softmax(a, 1), c, ignore_index=1) + TF.binary_cross_entropy_with_logits(a, p)
+                + TF.group_norm(a.unsqueeze(0), 1).pow(2).mean() + TF.huber_loss(a, p, delta=0.5))
+        (g,) = torch.autograd.grad(want, a)
+        _close(got[0][i], want, 10 * TOL)
+        _close(got[1][i], g, 10 * TOL)
