@@ -117,14 +117,26 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str 
 
 
 # -- regression ------------------------------------------------------------------------------------
-def l1_loss(input, target, reduction: str = "mean"):
-    """The absolute error `|input - target|`.
+def _weighted(op: str, loss, weight):
+    """`loss * weight` (a weight of the input's shape, as torch requires; `'mean'` then still divides by the
+    number of elements)."""
+    if weight is None:
+        return loss
+    weight = as_tensor(weight)
+    if tuple(weight.shape) != tuple(loss.shape):
+        raise ShapeError(f"{op}: weights and input must have the same size, got {list(weight.shape)} and "
+                         f"{list(loss.shape)}{where()}")
+    return loss * weight
+
+
+def l1_loss(input, target, reduction: str = "mean", weight=None):
+    """The absolute error `|input - target|`, times `weight` (of the input's shape) if given.
 
     >>> aotjax.nn.functional.l1_loss(aotjax.tensor([1.0, 2.0]), aotjax.tensor([1.0, 4.0]))
     tensor(1.)
     """
     _check_reduction("l1_loss", reduction)
-    return _reduce((as_tensor(input) - target).abs(), reduction)
+    return _reduce(_weighted("l1_loss", (as_tensor(input) - target).abs(), weight), reduction)
 
 
 def smooth_l1_loss(input, target, reduction: str = "mean", beta: float = 1.0):
@@ -144,8 +156,9 @@ def smooth_l1_loss(input, target, reduction: str = "mean", beta: float = 1.0):
     return _reduce(select(a < beta, d * d * (0.5 / beta), a - 0.5 * beta), reduction)
 
 
-def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0):
-    """`0.5 * d**2` where `|d| < delta`, `delta * (|d| - 0.5 * delta)` elsewhere (`d = input - target`).
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
+    """`0.5 * d**2` where `|d| < delta`, `delta * (|d| - 0.5 * delta)` elsewhere (`d = input - target`), times
+    `weight` (of the input's shape) if given.
 
     >>> aotjax.nn.functional.huber_loss(aotjax.tensor([0.0, 0.0]), aotjax.tensor([0.5, 3.0]), reduction="none")
     tensor([0.125, 2.5  ])
@@ -155,7 +168,8 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0):
         raise ValueError(f"huber_loss: delta must be positive, got {delta}{where()}")
     d = as_tensor(input) - target
     a = d.abs()
-    return _reduce(select(a < delta, d * d * 0.5, (a - 0.5 * delta) * delta), reduction)
+    return _reduce(_weighted("huber_loss", select(a < delta, d * d * 0.5, (a - 0.5 * delta) * delta), weight),
+                   reduction)
 
 
 def kl_div(input, target, reduction: str = "mean", log_target: bool = False):

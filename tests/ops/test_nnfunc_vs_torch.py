@@ -108,9 +108,12 @@ CASES = {
         ([randn(3, 4, scale=3), prob(3, 4)], dict(pos_weight=_w(1, 2, 3, 0.5))),
         ([randn(3, 4), prob(3, 4)], dict(weight=_w(1, 2, 3, 4), reduction="sum"))],
     "mse_loss": [([randn(3, 4), randn(3, 4)], dict(reduction="sum"))],
-    "l1_loss": [([randn(3, 4), randn(3, 4)], {}), ([randn(), randn()], dict(reduction="none"))],
+    "l1_loss": [([randn(3, 4), randn(3, 4)], dict(weight=Fixed(np.linspace(0, 2, 12).reshape(3, 4).astype(FLOAT)))),
+                ([randn(), randn()], dict(reduction="none"))],
     "smooth_l1_loss": [([randn(3, 4), randn(3, 4)], dict(beta=0.5)), ([randn(3, 4), randn(3, 4)], dict(beta=0.0))],
-    "huber_loss": [([randn(3, 4), randn(3, 4)], dict(delta=0.5, reduction="none"))],
+    "huber_loss": [([randn(3, 4), randn(3, 4)], dict(delta=0.5, reduction="none")),
+                   ([randn(3, 4), randn(3, 4)], dict(delta=0.7, weight=Fixed(np.linspace(0, 2, 12).reshape(3, 4)
+                                                                              .astype(FLOAT))))],
     "kl_div": [([randn(3, 4), prob(3, 4)], dict(reduction="batchmean")),
                ([randn(3, 4), randn(3, 4)], dict(log_target=True, reduction="sum"))],
     "cosine_similarity": [([randn(3, 4), randn(3, 4)], {}), ([randn(3, 4), randn(4)], dict(dim=-1))],
@@ -429,3 +432,30 @@ def test_vmap_of_losses_and_their_gradients_is_the_loop_in_torch():
         (g,) = torch.autograd.grad(want, a)
         _close(got[0][i], want, 10 * TOL)
         _close(got[1][i], g, 10 * TOL)
+
+
+def test_every_new_functional_name_is_torchs_with_torchs_argument_names():
+    import inspect
+
+    from aotjax.ops import activations, losses, normalization
+
+    for name in activations.FUNCTIONAL + losses.FUNCTIONAL + normalization.FUNCTIONAL:
+        ours, theirs = getattr(F, name), getattr(TF, name)
+        try:
+            legacy = ("size_average", "reduce", "_stacklevel")
+            want = [p for p in inspect.signature(theirs).parameters if p not in legacy]
+        except ValueError:  # NOTE: a builtin without a signature
+            continue
+        got = list(inspect.signature(ours).parameters)
+        assert got[:len(want)] == want or set(want) <= set(got), (name, got, want)
+
+
+def test_every_new_layer_takes_torchs_arguments():
+    import inspect
+
+    from aotjax.nn.modules import embedding_bag, groupnorm, loss, nonlinearity
+
+    legacy = ("self", "size_average", "reduce", "min_value", "max_value")  # NOTE: deprecated in torch
+    for name in nonlinearity.__all__ + loss.__all__ + groupnorm.__all__ + embedding_bag.__all__:
+        want = [p for p in inspect.signature(getattr(torch.nn, name).__init__).parameters if p not in legacy]
+        assert [p for p in inspect.signature(getattr(aotjax.nn, name).__init__).parameters if p != "self"] == want, name
