@@ -2,6 +2,7 @@
 them, and the user-facing op functions (most are also Tensor methods, which the family installs)."""
 from aotjax.ops import (
     _frontend,
+    activations,
     collectives,
     control_flow,
     conv,
@@ -12,7 +13,9 @@ from aotjax.ops import (
     generator,
     indexing,
     linalg,
+    losses,
     nn,
+    normalization,
     pointwise,
     pooling,
     products,
@@ -28,6 +31,7 @@ from aotjax.ops import (
     views,
 )
 from aotjax.ops._frontend import *  # noqa: F403
+from aotjax.ops.activations import *  # noqa: F403
 from aotjax.ops.conv import *  # noqa: F403
 from aotjax.ops.creation import *  # noqa: F403
 from aotjax.ops.decompositions import *  # noqa: F403
@@ -35,7 +39,9 @@ from aotjax.ops.elementwise import *  # noqa: F403
 from aotjax.ops.generator import *  # noqa: F403
 from aotjax.ops.indexing import *  # noqa: F403
 from aotjax.ops.linalg import *  # noqa: F403
+from aotjax.ops.losses import *  # noqa: F403
 from aotjax.ops.nn import *  # noqa: F403
+from aotjax.ops.normalization import *  # noqa: F403
 from aotjax.ops.pointwise import *  # noqa: F403
 from aotjax.ops.pooling import *  # noqa: F403
 from aotjax.ops.products import *  # noqa: F403
@@ -54,3 +60,4 @@ __all__ = [name for family in (_frontend, conv, creation, decompositions, elemen
                                pooling, products, reduction, resampling, scatter_ops, shape, sorting, statistics, views)
            for name in family.__all__] + ["random", "default_float_dtype", "default_int_dtype", "result_type"]
 __all__ += pointwise.__all__
+__all__ += [name for family in (activations, losses, normalization) for name in family.__all__]

@@ -4,7 +4,14 @@ from aotjax.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d
 from aotjax.nn.modules.container import ModuleDict, ModuleList, Sequential
 from aotjax.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from aotjax.nn.modules.dropout import Dropout
+from aotjax.nn.modules.embedding_bag import EmbeddingBag
+from aotjax.nn.modules.groupnorm import *  # noqa: F403
+from aotjax.nn.modules.groupnorm import __all__ as _GROUPNORM
 from aotjax.nn.modules.linear import Identity, Linear
+from aotjax.nn.modules.loss import *  # noqa: F403
+from aotjax.nn.modules.loss import __all__ as _LOSS
+from aotjax.nn.modules.nonlinearity import *  # noqa: F403
+from aotjax.nn.modules.nonlinearity import __all__ as _NONLINEARITY
 from aotjax.nn.modules.normalization import LayerNorm, RMSNorm
 from aotjax.nn.modules.pooling import (
     AdaptiveAvgPool1d,
@@ -33,3 +40,4 @@ __all__ = ["Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "BatchNorm
            "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
            "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Flatten", "Unflatten",
            "Upsample", "ZeroPad2d"]
+__all__ += _NONLINEARITY + _LOSS + _GROUPNORM + ["EmbeddingBag"]
