@@ -169,19 +169,22 @@ def randperm(n: int, *, generator: Generator | None = None, dtype=None) -> Tenso
 
 
 def _randint_into(op: str, generator, shape, low: int, high_incl: int, dtype: np.dtype) -> Tensor:
-    """Integers uniform in `[low, high_incl]` of `dtype` (int, float or bool), drawn in an int dtype that holds
-    them (the target's when it is an int dtype)."""
-    sample_dt = dtype if dtype.kind in "iu" else np.dtype(default_int_dtype())
-    info = np.iinfo(sample_dt)
-    if low < info.min or high_incl > info.max:
-        raise OverflowError(f"{op}: the range [{low}, {high_incl}] does not fit in {sample_dt.name}{where()}")
+    """Integers uniform in `[low, high_incl]` of `dtype` (int, float or bool), drawn in the default int dtype when
+    it holds them, else in `dtype`; for the whole range of a dtype as wide as the default int, its largest value
+    is left out (jax's `randint` takes an exclusive bound of the dtype)."""
     k = _key(op, generator)
-    if high_incl < info.max:
-        draw = random.randint(k, shape, low, high_incl + 1, sample_dt)
-    elif low > info.min:  # NOTE: the exclusive bound would overflow: draw one lower, shift up
-        draw = random.randint(k, shape, low - 1, high_incl, sample_dt) + 1
-    else:  # NOTE: the whole range of the dtype: its largest value is left out
-        draw = random.randint(k, shape, low, high_incl, sample_dt)
+    candidates = [np.dtype(default_int_dtype())] + ([dtype] if dtype.kind in "iu" else [])
+    for sample_dt in candidates:
+        info = np.iinfo(sample_dt)
+        if info.min <= low and high_incl < info.max:
+            return convert(random.randint(k, shape, low, high_incl + 1, sample_dt), dtype)
+        if info.min < low and high_incl == info.max:  # NOTE: the exclusive bound would overflow: draw one lower
+            return convert(random.randint(k, shape, low - 1, high_incl, sample_dt) + 1, dtype)
+    info = np.iinfo(candidates[-1])
+    if low < info.min or high_incl > info.max:
+        raise OverflowError(f"{op}: the range [{low}, {high_incl}] does not fit in {candidates[-1].name}{where()}")
+    # NOTE: the whole range of the dtype: its largest value is left out
+    draw = random.randint(k, shape, low, high_incl, candidates[-1])
     return convert(draw, dtype)
 
 
