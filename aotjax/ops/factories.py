@@ -87,8 +87,8 @@ def logspace(start, end, steps, base=10.0, dtype=None) -> Tensor:
 
     >>> aotjax.logspace(0, 2, 3)
     tensor([  1.,  10., 100.])
-    >>> aotjax.logspace(0, 3, 4, base=2, dtype=aotjax.int32)
-    tensor([1, 2, 4, 8], dtype=int32)
+    >>> aotjax.logspace(0, 3, 4, base=2, dtype=aotjax.int8)
+    tensor([1, 2, 4, 8], dtype=int8)
     """
     dt = _dtype("logspace", dtype, default_float_dtype())
     base = _python_scalar("logspace", base)
