@@ -123,7 +123,9 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
                 generator: Generator | None = None) -> Tensor:
     """`num_samples` category indices per row of `input` (1-d or 2-d non-negative weights, not necessarily summing
     to one), as `torch.multinomial`; the default int dtype. Without replacement (the default) the indices of a row
-    are distinct (a Gumbel top-k draw), so `num_samples` may not exceed the number of categories.
+    are distinct (a Gumbel top-k draw), so `num_samples` may not exceed the number of categories. Unlike torch, a
+    row of all zeros (or, without replacement, with fewer positive weights than `num_samples`) is not refused (the
+    values may be traced): its indices are then arbitrary.
 
     >>> aotjax.multinomial(aotjax.tensor([0.0, 1.0, 0.0]), 2, replacement=True)
     tensor([1, 1])
