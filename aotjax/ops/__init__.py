@@ -9,7 +9,9 @@ from aotjax.ops import (
     creation,
     custom_derivatives,  # registers the custom_jvp/custom_vjp primitives
     decompositions,
+    distributions,
     elementwise,
+    factories,
     generator,
     indexing,
     linalg,
@@ -35,7 +37,9 @@ from aotjax.ops.activations import *  # noqa: F403
 from aotjax.ops.conv import *  # noqa: F403
 from aotjax.ops.creation import *  # noqa: F403
 from aotjax.ops.decompositions import *  # noqa: F403
+from aotjax.ops.distributions import *  # noqa: F403
 from aotjax.ops.elementwise import *  # noqa: F403
+from aotjax.ops.factories import *  # noqa: F403
 from aotjax.ops.generator import *  # noqa: F403
 from aotjax.ops.indexing import *  # noqa: F403
 from aotjax.ops.linalg import *  # noqa: F403
@@ -61,3 +65,4 @@ __all__ = [name for family in (_frontend, conv, creation, decompositions, elemen
            for name in family.__all__] + ["random", "default_float_dtype", "default_int_dtype", "result_type"]
 __all__ += pointwise.__all__
 __all__ += [name for family in (activations, losses, normalization) for name in family.__all__]
+__all__ += distributions.__all__ + factories.__all__
