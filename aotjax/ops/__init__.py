@@ -2,6 +2,7 @@
 them, and the user-facing op functions (most are also Tensor methods, which the family installs)."""
 from aotjax.ops import (
     _frontend,
+    arrangement,
     collectives,
     control_flow,
     conv,
@@ -27,6 +28,7 @@ from aotjax.ops import (
     views,
 )
 from aotjax.ops._frontend import *  # noqa: F403
+from aotjax.ops.arrangement import *  # noqa: F403
 from aotjax.ops.conv import *  # noqa: F403
 from aotjax.ops.creation import *  # noqa: F403
 from aotjax.ops.decompositions import *  # noqa: F403
@@ -53,3 +55,4 @@ __all__ = [name for family in (_frontend, conv, creation, decompositions, elemen
                                pooling, products, reduction, resampling, scatter_ops, shape, sorting, statistics, views)
            for name in family.__all__] + ["random", "default_float_dtype", "default_int_dtype", "result_type"]
 __all__ += pointwise.__all__
+__all__ += arrangement.__all__
