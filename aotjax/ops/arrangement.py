@@ -315,7 +315,7 @@ def broadcast_tensors(*tensors):
 
 def meshgrid(*tensors, indexing: str | None = None):
     """Coordinate grids from 0-d or 1-d tensors: output `i` holds `tensors[i]` along dim `i`, expanded over the
-    others (views). `indexing="xy"` swaps the first two dims (Cartesian, as NumPy's default); the default is
+    others (views). `indexing="xy"` swaps the first two grid dims (Cartesian, as NumPy's default); the default is
     `"ij"` (matrix indexing), PyTorch's.
 
     >>> x, y = aotjax.meshgrid(aotjax.tensor([1, 2]), aotjax.tensor([3, 4, 5]), indexing="ij")
@@ -340,8 +340,7 @@ def meshgrid(*tensors, indexing: str | None = None):
     shape = tuple(t.numel() for t in tensors)
     grids = [expand(reshape(t, tuple(-1 if j == i else 1 for j in range(len(tensors)))), shape)
              for i, t in enumerate(tensors)]
-    if swap:
-        grids = [transpose(g, 0, 1) for g in grids]
+    if swap:  # NOTE: the outputs keep the (swapped) grid shape; only their order comes back
         grids[0], grids[1] = grids[1], grids[0]
     return tuple(grids)
 
@@ -559,9 +558,10 @@ def atleast_3d(*tensors):
 # -- Tensor.unfold, narrow_copy, mH / H ------------------------------------------------------------------------------------
 def _unfold(x, dimension: int, size: int, step: int):
     """The windows of `size` elements every `step` along `dimension`, as a new last dim (that dim becoming the
-    number of windows), as `torch.Tensor.unfold`. A view when the windows do not overlap (`size <= step`) and
-    fit one reshape (or there is one window); overlapping windows are a copy (XLA has no strides for them to
-    share memory through: writing into it does not change `x`).
+    number of windows), as `torch.Tensor.unfold`. A view (as in torch) when there is one window, or when the
+    windows do not overlap (`size <= step`) and `windows * step` elements fit in the dim (patches: `size ==
+    step`). Otherwise (overlapping windows, or a gap after the last one) a copy, unlike torch: XLA has no
+    strides to share memory through, so writing into the result does not change `x`.
 
     >>> aotjax.arange(5).unfold(0, 2, 2)
     tensor([[0, 1],
