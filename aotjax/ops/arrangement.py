@@ -512,7 +512,7 @@ def combinations(x, r: int = 2, with_replacement: bool = False):
     return view(index_select(x, 0, index), (len(rows), r))
 
 
-# -- atleast_Nd ----------------------------------------------------------------------------------------------------------
+# -- atleast_Nd ------------------------------------------------------------------------------------------
 def _atleast(op: str, tensors, fix):
     if len(tensors) == 1 and not isinstance(tensors[0], (list, tuple)):
         return fix(as_tensor(tensors[0]))
@@ -555,7 +555,7 @@ def atleast_3d(*tensors):
     return _atleast("atleast_3d", tensors, fix)
 
 
-# -- Tensor.unfold, narrow_copy, mH / H ------------------------------------------------------------------------------------
+# -- Tensor.unfold, narrow_copy, mH / H ----------------------------------------------------------------------
 def _unfold(x, dimension: int, size: int, step: int):
     """The windows of `size` elements every `step` along `dimension`, as a new last dim (that dim becoming the
     number of windows), as `torch.Tensor.unfold`. A view (as in torch) when there is one window, or when the
