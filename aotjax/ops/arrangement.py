@@ -1,31 +1,52 @@
-"""Arrangement ops PyTorch code passes everywhere, written as compositions of the view and shape ops (so every
+"""Arrangement ops PyTorch code passes everywhere, mostly compositions of the view and shape ops (so every
 transform handles them with no new rules): unflatten/ravel, repeat_interleave, the stacks (hstack vstack dstack
 column_stack row_stack), the splits (tensor_split split_with_sizes hsplit vsplit dsplit), broadcasting
 (broadcast_tensors broadcast_shapes meshgrid), rotations and flips (rot90 fliplr flipud), diagonal matrices (diag
-diag_embed diagflat block_diag), products of index sets (cartesian_prod combinations), atleast_1d/2d/3d,
-`Tensor.unfold`, `mH`/`H`, and narrow_copy.
+diag_embed diagflat block_diag), products of index sets (cartesian_prod combinations), atleast_1d/2d/3d, `mH`/`H`
+and narrow_copy; and one view primitive, `unfold` (`Tensor.unfold`'s sliding windows), with its inverse
+`unfold_scatter` (writing through non-overlapping windows) and every rule beside them.
 
 Views where PyTorch returns views (unflatten, ravel of a viewable tensor, the splits, broadcast_tensors, meshgrid,
-atleast_Nd, mH/H, unfold with non-overlapping windows); copies where PyTorch copies.
+atleast_Nd, mH/H, unfold); copies where PyTorch copies.
 """
 from __future__ import annotations
 
 import itertools
 import math
 
+import jax.numpy as jnp
 import numpy as np
 
-from aotjax.core.errors import ShapeError, UnsupportedError
+from aotjax.core.errors import AliasingError, ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer
+from aotjax.core.primitive import Kind, Recompute, output_size_flops
 from aotjax.core.source_info import where
+from aotjax.interpreters.ad_util import Zero, instantiate
+from aotjax.interpreters.batching import batching_rules, bdim_at_front
+from aotjax.interpreters.batching import moveaxis as move_batch_axis
+from aotjax.interpreters.jvp import deflinear
+from aotjax.interpreters.transpose import deflinear_transpose
+from aotjax.ops._combinators import standard_primitive
 from aotjax.ops._frontend import as_tensor, canonical_dim, convert, promote
 from aotjax.ops.creation import arange, tensor, zeros
-from aotjax.ops.indexing import index_select
+from aotjax.ops.indexing import index_add_p, index_select
 from aotjax.ops.promotion import category, default_int_dtype
 from aotjax.ops.reduction import cumsum
 from aotjax.ops.scatter_ops import diagonal_scatter
 from aotjax.ops.shape import cat, clone, flip, stack
-from aotjax.ops.views import _slice, expand, movedim, narrow, permute, reshape, split, transpose, unsqueeze, view
+from aotjax.ops.views import (
+    _scatter_transpose,
+    _slice,
+    expand,
+    movedim,
+    narrow,
+    permute,
+    reshape,
+    split,
+    transpose,
+    unsqueeze,
+    view,
+)
 from aotjax.tensor import Tensor, method
 
 __all__ = ["unflatten", "ravel", "repeat_interleave", "hstack", "vstack", "dstack", "column_stack", "row_stack",
@@ -556,19 +577,90 @@ def atleast_3d(*tensors):
 
 
 # -- Tensor.unfold, narrow_copy, mH / H ----------------------------------------------------------------------
+def _windows(length: int, size: int, step: int) -> np.ndarray:
+    """The positions along the unfolded dim, window by window: `[n, size]`."""
+    n = (length - size) // step + 1
+    return np.arange(n)[:, None] * step + np.arange(size)
+
+
+def _unfold_shape(x, *, dim, size, step):
+    n = (x.shape[dim] - size) // step + 1
+    return x.shape[:dim] + (n,) + x.shape[dim + 1:] + (size,)
+
+
+def _unfold_lower(x, *, dim, size, step):
+    return jnp.moveaxis(jnp.take(x, _windows(x.shape[dim], size, step), axis=dim), dim + 1, -1)
+
+
+def _unfold_scatter_lower(b, y, *, dim, size, step):
+    index = _windows(b.shape[dim], size, step).reshape(-1)
+    y = jnp.moveaxis(y, -1, dim + 1).reshape(b.shape[:dim] + (index.size,) + b.shape[dim + 1:])
+    return b.at[(slice(None),) * dim + (index,)].set(y.astype(b.dtype))
+
+
+def _unfold_inverse(apply, base, y, *, dim, size, step):
+    if size > step and (base.shape[dim] - size) // step > 0:
+        raise AliasingError(f"unfold: cannot write through windows that overlap (size {size} > step {step}): more "
+                            f"than one element of the written tensor refers to a single memory location{where()}. "
+                            f"Call .clone() on the unfolded tensor before writing to it.")
+    return apply(unfold_scatter_p, base, y, dim=dim, size=size, step=step)
+
+
+def _unfold_strides(shape, strides, offset, /, *, dim, size, step):
+    return strides[:dim] + (step * strides[dim],) + strides[dim + 1:] + (strides[dim],), offset
+
+
+def _unfold_transpose(ct, x, *, dim, size, step):
+    """Each window's cotangent added back at its positions (overlapping windows accumulate)."""
+    index = _windows(x.aval.shape[dim], size, step).reshape(-1)
+    src = reshape(movedim(ct, -1, dim + 1), x.aval.shape[:dim] + (index.size,) + x.aval.shape[dim + 1:])
+    return index_add_p.bind(instantiate(Zero(x.aval)), tensor(index.astype(default_int_dtype())), src, dim=dim,
+                            alpha=1)
+
+
+unfold_p = standard_primitive("unfold", _unfold_shape, lambda x, **params: x.dtype, _unfold_lower, kind=Kind.VIEW)
+unfold_scatter_p = standard_primitive("unfold_scatter", lambda b, y, **params: b.shape, lambda b, y, **params: b.dtype,
+                                      _unfold_scatter_lower, recompute=Recompute.CHEAP, flops=output_size_flops)
+unfold_p.view_inverse = _unfold_inverse
+unfold_p.view_strides = _unfold_strides
+deflinear(unfold_p)
+deflinear_transpose(unfold_p, _unfold_transpose)
+deflinear(unfold_scatter_p)
+_scatter_transpose(unfold_p, unfold_scatter_p)  # NOTE: unfold_scatter only writes windows that do not overlap
+
+
+def _batch_unfold(axis_size, vals, bdims, *, dim, size, step):
+    """The windows of each example: the batch axis first, the unfolded dim shifted past it."""
+    (x,), (d,) = vals, bdims
+    return [unfold_p.bind(move_batch_axis(x, d, 0), dim=dim + 1, size=size, step=step)], [0]
+
+
+def _batch_unfold_scatter(axis_size, vals, bdims, *, dim, size, step):
+    """Each example's windows written into its base: both batched at axis 0 (broadcast there if unbatched)."""
+    (b, y), (db, dy) = vals, bdims
+    b, y = bdim_at_front(b, db, axis_size), bdim_at_front(y, dy, axis_size)
+    return [unfold_scatter_p.bind(b, y, dim=dim + 1, size=size, step=step)], [0]
+
+
+batching_rules[unfold_p] = _batch_unfold
+batching_rules[unfold_scatter_p] = _batch_unfold_scatter
+
+
 def _unfold(x, dimension: int, size: int, step: int):
     """The windows of `size` elements every `step` along `dimension`, as a new last dim (that dim becoming the
-    number of windows), as `torch.Tensor.unfold`. A view (as in torch) when there is one window, or when the
-    windows do not overlap (`size <= step`) and `windows * step` elements fit in the dim (patches: `size ==
-    step`). Otherwise (overlapping windows, or a gap after the last one) a copy, unlike torch: XLA has no
-    strides to share memory through, so writing into the result does not change `x`.
+    number of windows): a view, as `torch.Tensor.unfold`. Writing through overlapping windows (`size > step`)
+    raises, as most in-place ops do in torch; clone first.
 
-    >>> aotjax.arange(5).unfold(0, 2, 2)
-    tensor([[0, 1],
-            [2, 3]])
-    >>> aotjax.arange(4).unfold(0, 3, 1)
+    >>> x = aotjax.arange(5)
+    >>> x.unfold(0, 3, 1)
     tensor([[0, 1, 2],
-            [1, 2, 3]])
+            [1, 2, 3],
+            [2, 3, 4]])
+    >>> x.unfold(0, 2, 2).zero_()
+    tensor([[0, 0],
+            [0, 0]])
+    >>> x
+    tensor([0, 0, 0, 0, 4])
     """
     if x.ndim == 0:
         return view(_unfold(reshape(x, (1,)), 0, size, step), (int(size),))
@@ -579,15 +671,7 @@ def _unfold(x, dimension: int, size: int, step: int):
                          f"{where()}")
     if step <= 0:
         raise ShapeError(f"unfold: step is {step} but must be > 0{where()}")
-    n = (length - size) // step + 1
-    if n == 1 or (size <= step and n * step <= length):
-        span = step if n > 1 else size
-        rows = unflatten(narrow(x, dim, 0, n * span), dim, (n, span))
-        return movedim(narrow(rows, dim + 1, 0, size), dim + 1, -1)
-    index = arange(n, dtype=default_int_dtype()) * step
-    index = reshape(unsqueeze(index, 1) + arange(size, dtype=default_int_dtype()), -1)
-    windows = unflatten(index_select(x, dim, index), dim, (n, size))
-    return movedim(windows, dim + 1, -1)
+    return unfold_p.bind(x, dim=dim, size=size, step=step)
 
 
 def narrow_copy(x, dim: int, start: int, length: int):
