@@ -3,6 +3,7 @@ them, and the user-facing op functions (most are also Tensor methods, which the 
 from aotjax.ops import (
     _frontend,
     activations,
+    arrangement,
     collectives,
     control_flow,
     conv,
@@ -34,6 +35,7 @@ from aotjax.ops import (
 )
 from aotjax.ops._frontend import *  # noqa: F403
 from aotjax.ops.activations import *  # noqa: F403
+from aotjax.ops.arrangement import *  # noqa: F403
 from aotjax.ops.conv import *  # noqa: F403
 from aotjax.ops.creation import *  # noqa: F403
 from aotjax.ops.decompositions import *  # noqa: F403
@@ -66,3 +68,4 @@ __all__ = [name for family in (_frontend, conv, creation, decompositions, elemen
 __all__ += pointwise.__all__
 __all__ += [name for family in (activations, losses, normalization) for name in family.__all__]
 __all__ += distributions.__all__ + factories.__all__
+__all__ += arrangement.__all__

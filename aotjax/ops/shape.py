@@ -130,13 +130,18 @@ deflinear(flip_p)
 deflinear_transpose(flip_p, lambda ct, x, *, dims: flip_p.bind(ct, dims=dims))
 
 
-def flip(x, *dims):
-    """`x` reversed along `dims`.
+def flip(x, *dims_, dims=None):
+    """`x` reversed along `dims` (given as arguments or as the keyword `dims=`).
 
     >>> aotjax.tensor([[1, 2], [3, 4]]).flip(-1)
     tensor([[2, 1],
             [4, 3]])
+    >>> aotjax.flip(aotjax.tensor([1, 2]), dims=[0])
+    tensor([2, 1])
     """
+    if dims is not None and dims_:
+        raise TypeError(f"flip: got dims both as arguments {list(dims_)} and as the keyword dims={dims}{where()}")
+    dims = (dims,) if isinstance(dims, int) else dims_ if dims is None else tuple(dims)
     return flip_p.bind(x, dims=canonical_dims(normalize_shape(dims), x.ndim, "flip"))
 
 
