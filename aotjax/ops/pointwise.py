@@ -349,8 +349,8 @@ _public(xlogy, xlogy_)
 def float_power(x, exponent):
     """`x ** exponent` computed in the widest float dtype (float64 with jax's x64 mode, else float32).
 
-    >>> aotjax.float_power(aotjax.tensor([2]), 3)
-    tensor([8.])
+    >>> aotjax.float_power(aotjax.tensor([2]), 3).tolist()
+    [8.0]
     """
     dtype = jax.dtypes.canonicalize_dtype(np.float64)
     x, exponent = (convert(v, dtype) if isinstance(v, Tensor) else float(v) for v in (x, exponent))
@@ -360,9 +360,9 @@ def float_power(x, exponent):
 def float_power_(x, exponent):
     """In-place `float_power`: `x` must have the widest float dtype.
 
-    >>> x = aotjax.tensor([2.0])
-    >>> x.float_power_(2)
-    tensor([4.])
+    >>> x = aotjax.float_power(aotjax.tensor([2.0]), 1)  # the widest float dtype
+    >>> x.float_power_(2).tolist()
+    [4.0]
     """
     dtype = jax.dtypes.canonicalize_dtype(np.float64)
     if x.dtype != dtype:
