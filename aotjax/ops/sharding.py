@@ -16,9 +16,8 @@ from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.primitive import Primitive, Recompute, output_size_flops
 from aotjax.core.source_info import where
-from aotjax.interpreters.ad_util import Zero
 from aotjax.interpreters.batching import batching_rules
-from aotjax.interpreters.jvp import jvp_rules
+from aotjax.interpreters.jvp import deflinear
 from aotjax.interpreters.lowering import register_lowering
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._frontend import as_tensor
@@ -31,13 +30,7 @@ sharding_constraint_p.abstract_eval = lambda x, *, sharding: ShapedArray(x.shape
 register_lowering(sharding_constraint_p, lambda x, *, sharding: jax.lax.with_sharding_constraint(x, sharding))
 
 
-def _constraint_jvp(primals, tangents, *, sharding):
-    (x,), (t,) = primals, tangents
-    out = sharding_constraint_p.bind(x, sharding=sharding)
-    return [out], [t if isinstance(t, Zero) else sharding_constraint_p.bind(t, sharding=sharding)]
-
-
-jvp_rules[sharding_constraint_p] = _constraint_jvp
+deflinear(sharding_constraint_p)
 deflinear_transpose(sharding_constraint_p, lambda ct, x, *, sharding: sharding_constraint_p.bind(ct, sharding=sharding))
 
 

@@ -59,20 +59,24 @@ sort_p = Primitive("sort", multiple_results=True, recompute=Recompute.EXPENSIVE,
 register_lowering(sort_p, _sort_lower)
 
 
-def _sort_jvp(primals, tangents, *, axis, descending):
-    (x,), (t,) = primals, tangents
-    values, indices = sort_p.bind(x, axis=axis, descending=descending)
-    tv = Zero(values.aval) if isinstance(t, Zero) else gather_p.bind(t, indices, dim=axis)
-    return [values, indices], [tv, Zero(indices.aval)]
+def _selection_rules(prim: Primitive) -> None:
+    """jvp and batching of a primitive returning (values, indices) picked from `x` along its `axis` param (`sort`,
+    `top_k`): the values' tangent is the tangent gathered at the indices; batching shifts the axis."""
+    def jvp(primals, tangents, *, axis, **params):
+        (x,), (t,) = primals, tangents
+        values, indices = prim.bind(x, axis=axis, **params)
+        tv = Zero(values.aval) if isinstance(t, Zero) else gather_p.bind(t, indices, dim=axis)
+        return [values, indices], [tv, Zero(indices.aval)]
+
+    def batch(axis_size, vals, bdims, *, axis, **params):
+        (x,), (d,) = vals, bdims
+        return prim.bind(x, axis=shift_axis(axis, d), **params), [d, d]
+
+    jvp_rules[prim] = jvp
+    batching_rules[prim] = batch
 
 
-def _sort_batch(axis_size, vals, bdims, *, axis, descending):
-    (x,), (d,) = vals, bdims
-    return sort_p.bind(x, axis=shift_axis(axis, d), descending=descending), [d, d]
-
-
-jvp_rules[sort_p] = _sort_jvp
-batching_rules[sort_p] = _sort_batch
+_selection_rules(sort_p)
 
 
 # -- top_k: the k largest along an axis (XLA's TopK: NaN counts as the largest, ties keep their order, as the
@@ -85,22 +89,7 @@ def _top_k_lower(x, *, k, axis):
 
 top_k_p = Primitive("top_k", multiple_results=True, recompute=Recompute.EXPENSIVE, flops=largest_array_flops)
 register_lowering(top_k_p, _top_k_lower)
-
-
-def _top_k_jvp(primals, tangents, *, k, axis):
-    (x,), (t,) = primals, tangents
-    values, indices = top_k_p.bind(x, k=k, axis=axis)
-    tv = Zero(values.aval) if isinstance(t, Zero) else gather_p.bind(t, indices, dim=axis)
-    return [values, indices], [tv, Zero(indices.aval)]
-
-
-def _top_k_batch(axis_size, vals, bdims, *, k, axis):
-    (x,), (d,) = vals, bdims
-    return top_k_p.bind(x, k=k, axis=shift_axis(axis, d)), [d, d]
-
-
-jvp_rules[top_k_p] = _top_k_jvp
-batching_rules[top_k_p] = _top_k_batch
+_selection_rules(top_k_p)
 
 
 # -- cumulative scans -----------------------------------------------------------------------------------
