@@ -175,17 +175,6 @@ class Tensor:
         """The offset PyTorch would give this tensor in its storage, in elements."""
         return self._offset
 
-    def is_contiguous(self) -> bool:
-        """Whether PyTorch would call this tensor contiguous (row-major, dense)."""
-        if self._strides is None or 0 in self.shape:
-            return True
-        expected = 1
-        for size, stride in reversed(list(zip(self.shape, self._strides))):
-            if size != 1 and stride != expected:
-                return False
-            expected *= size
-        return True
-
     def is_floating_point(self) -> bool:
         return np.issubdtype(self.dtype, np.floating) or self.dtype.name == "bfloat16"
 

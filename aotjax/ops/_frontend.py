@@ -17,11 +17,13 @@ from aotjax.core.interpreter import Trace, Tracer, find_top_trace
 from aotjax.core.primitive import Primitive
 from aotjax.core.source_info import user_stacklevel, where
 from aotjax.interpreters import hooks
+from aotjax.interpreters.eval import read
+from aotjax.ops.layout import preserve_layout
 from aotjax.ops.promotion import result_type
 from aotjax.tensor import Tensor, canonical_dim
 
 __all__ = ["canonical_dim", "canonical_dims", "normalize_shape", "as_tensor", "promote", "convert", "to_dtype",
-           "is_scalar"]
+           "is_scalar", "device"]
 
 
 def is_scalar(x) -> bool:
@@ -88,6 +90,45 @@ def _warn_truncated(requested: np.dtype, canonical: np.dtype, op: str) -> None:
                   f"configuration option (`jax.config.update('jax_enable_x64', True)`, before creating tensors) or "
                   f"the JAX_ENABLE_X64=1 shell environment variable.", DTypeTruncationWarning,
                   stacklevel=user_stacklevel())
+
+
+def device(device, op: str = "device"):
+    """The `jax.Device` a device-like names: a `jax.Device`, a platform name as jax or PyTorch spells it
+    (`"cpu"`, `"cpu:0"`, `"gpu"`/`"cuda:1"`, `"tpu"`), a `torch.device`, or an index into `jax.devices()`; None
+    stays None. `Tensor.device` is such a `jax.Device`, so `t.device == aotjax.device("cpu")` compares them.
+    An unknown or absent device raises a ValueError naming `op`.
+
+    >>> import jax
+    >>> aotjax.device("cpu:0") == jax.devices("cpu")[0], aotjax.zeros(2).device == aotjax.device("cpu")
+    (True, True)
+    """
+    if device is None or isinstance(device, jax.Device):
+        return device
+    if isinstance(device, (int, np.integer)) and not isinstance(device, bool):
+        platform, index = "", str(device)
+    else:
+        platform, _, index = str(device).partition(":")
+    try:
+        devices = jax.devices(_PLATFORMS.get(platform, platform) or None)
+        return devices[int(index or 0)]
+    except (RuntimeError, ValueError, IndexError):
+        available = ", ".join(str(d) for d in jax.devices())
+        raise ValueError(f"{op}: unknown device {device!r}{where()}; the devices jax has here are {available} (pass "
+                         f"one of them, a platform name such as 'cpu', or a jax.Device)") from None
+
+
+_PLATFORMS = {"cuda": "gpu", "rocm": "gpu"}  # PyTorch's names for jax's `gpu` platform
+
+
+def place(x, dev, copy: bool = False):
+    """Eager tensor `x` on the jax device `dev` (`x` itself when it is there already, unless `copy`), as
+    `jax.device_put`; a new tensor keeps `x`'s layout. A traced tensor is returned as it is: the compiled program's
+    placement follows its arguments'."""
+    if dev is None or isinstance(x, Tracer) or (not copy and getattr(x, "devices", lambda: ())() == {dev}):
+        return x
+    out = Tensor._wrap(jax.device_put(read(x), dev))
+    out._strides = preserve_layout([x], tuple(x.shape))
+    return out
 
 
 def convert(x, dtype):

@@ -32,8 +32,9 @@ from aotjax.interpreters.batching import defbroadcasting, defvectorized
 from aotjax.interpreters.jvp import defjvp, defjvp2, defjvp_zero, deflinear, jvp_rules, sum_tangents
 from aotjax.interpreters.transpose import deflinear2_transpose, deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, elementwise, inplace_variant, same_dtype, standard_primitive
-from aotjax.ops._frontend import as_tensor, bind_inplace, convert, is_scalar, promote, to_dtype
-from aotjax.ops.layout import elementwise_layout, preserve_layout, tensor_layout
+from aotjax.ops._frontend import as_tensor, bind_inplace, convert, is_scalar, place, promote, to_dtype
+from aotjax.ops._frontend import device as to_device
+from aotjax.ops.layout import elementwise_layout, format_name, preserve_layout, tensor_layout
 from aotjax.ops.promotion import (
     _BOOL,
     _FLOAT,
@@ -79,24 +80,51 @@ def _convert_element_type_transpose(ct, x, *, new_dtype):
 deflinear_transpose(convert_element_type_p, _convert_element_type_transpose)
 
 
-def to(x, dtype=None, *args, **kwargs):
-    """`x` converted to `dtype` (a new tensor, or `x` itself if it already has that dtype).
+def to(x, *args, dtype=None, device=None, non_blocking: bool = False, copy: bool = False, memory_format=None):
+    """`x` converted to `dtype`, placed on `device` and laid out in `memory_format`, as `torch.Tensor.to`:
+    `x.to(dtype)`, `x.to(device, dtype)`, `x.to(other)` (its dtype and device), keywords likewise. `x` itself when
+    nothing changes, unless `copy=True`, which always gives a new tensor. A device is a `jax.Device`, `'cpu'`,
+    `'cpu:0'` or another name `aotjax.device` reads; under a transform the placement follows the arguments.
 
     >>> aotjax.tensor([1.7, -1.7]).to(aotjax.int8)
     tensor([ 1, -1], dtype=int8)
+    >>> x = aotjax.zeros(2)
+    >>> x.to("cpu") is x, x.to(aotjax.float32, copy=True) is x
+    (True, False)
     """
-    if isinstance(dtype, Tensor):
-        dtype = dtype.dtype
-    if dtype is None:
-        return x
-    new_dtype = to_dtype(dtype, "to")
-    if new_dtype == x.dtype and _truncated_request(dtype, new_dtype):
-        # NOTE: `x.double()` without x64 gives float32, x's own dtype: still a new tensor, as PyTorch's
-        # conversion to another dtype is (returning x itself would alias it).
-        from aotjax.ops.shape import clone  # NOTE: lazy: the shape family is defined after this one
+    flags = [a for a in args if isinstance(a, bool)]  # NOTE: positional `non_blocking, copy`, as in PyTorch
+    non_blocking, copy = (flags + [non_blocking, copy][len(flags):])[:2] if flags else (non_blocking, copy)
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif _is_device(a):
+            device = a
+        elif not isinstance(a, bool):
+            dtype = a
+    dev = to_device(device, "to")
+    out = x
+    if dtype is not None:
+        new_dtype = to_dtype(dtype, "to")
+        if new_dtype != x.dtype or _truncated_request(dtype, new_dtype):
+            # NOTE: `x.double()` without x64 gives float32, x's own dtype: still a new tensor, as PyTorch's
+            # conversion to another dtype is (returning x itself would alias it).
+            out = convert(x, new_dtype) if new_dtype != x.dtype else _clone(x)
+    if memory_format is not None and format_name(memory_format, "to") != "preserve" and not out.is_contiguous(
+            memory_format):
+        out = _clone(out, memory_format)
+    out = place(out, dev)
+    return _clone(x) if copy and out is x else out
 
-        return clone(x)
-    return convert(x, new_dtype)
+
+def _is_device(a) -> bool:
+    """Whether a positional argument of `to` names a device (a string, a jax or torch device, an index)."""
+    return isinstance(a, (str, int, jax.Device)) and not isinstance(a, bool) or type(a).__name__ == "device"
+
+
+def _clone(x, memory_format=None):
+    from aotjax.ops.shape import clone  # NOTE: lazy: the shape family is defined after this one
+
+    return clone(x) if memory_format is None else clone(x, memory_format=memory_format)
 
 
 def _truncated_request(dtype, got: np.dtype) -> bool:
@@ -127,7 +155,8 @@ method(to)
 method(_type_as, "type_as")
 for _name, _dtype, _what in (("float", np.float32, "float32"), ("half", np.float16, "float16"),
                              ("bfloat16", "bfloat16", "bfloat16"), ("int", np.int32, "int32"),
-                             ("bool", np.bool_, "bool"),
+                             ("bool", np.bool_, "bool"), ("short", np.int16, "int16"), ("byte", np.uint8, "uint8"),
+                             ("char", np.int8, "int8"),
                              ("double", np.float64, "float64 (float32 unless jax's x64 mode is on)"),
                              ("long", np.int64, "int64 (int32 unless jax's x64 mode is on)")):
     method(_cast_method(_name, _dtype, _what))

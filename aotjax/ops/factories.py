@@ -27,34 +27,34 @@ __all__ = ["logspace", "tril_indices", "triu_indices", "empty_strided"]
 
 
 # -- Tensor.new_* ----------------------------------------------------------------------------------
-def new_zeros(self: Tensor, *size, dtype=None) -> Tensor:
+def new_zeros(self: Tensor, *size, dtype=None, device=None) -> Tensor:
     """Zeros of shape `size` with `self`'s dtype (unless `dtype` is given), as `torch.Tensor.new_zeros`.
 
     >>> aotjax.tensor([1, 2]).new_zeros(2, 3).dtype == aotjax.tensor([1]).dtype
     True
     """
-    return zeros(*size, dtype=_dtype("new_zeros", dtype, self.dtype))
+    return zeros(*size, dtype=_dtype("new_zeros", dtype, self.dtype), device=device)
 
 
-def new_ones(self: Tensor, *size, dtype=None) -> Tensor:
+def new_ones(self: Tensor, *size, dtype=None, device=None) -> Tensor:
     """Ones of shape `size` with `self`'s dtype (unless `dtype` is given).
 
     >>> aotjax.zeros(1, dtype=aotjax.int8).new_ones((2,))
     tensor([1, 1], dtype=int8)
     """
-    return ones(*size, dtype=_dtype("new_ones", dtype, self.dtype))
+    return ones(*size, dtype=_dtype("new_ones", dtype, self.dtype), device=device)
 
 
-def new_empty(self: Tensor, *size, dtype=None) -> Tensor:
+def new_empty(self: Tensor, *size, dtype=None, device=None) -> Tensor:
     """An "uninitialized" tensor of shape `size` with `self`'s dtype (zeros: XLA has no uninitialized memory).
 
     >>> aotjax.zeros(1).new_empty(2, 2).shape
     (2, 2)
     """
-    return empty(*size, dtype=_dtype("new_empty", dtype, self.dtype))
+    return empty(*size, dtype=_dtype("new_empty", dtype, self.dtype), device=device)
 
 
-def new_full(self: Tensor, size, fill_value, dtype=None) -> Tensor:
+def new_full(self: Tensor, size, fill_value, dtype=None, device=None) -> Tensor:
     """A tensor of shape `size` filled with `fill_value`, of `self`'s dtype (not the fill value's) unless `dtype`.
 
     >>> aotjax.tensor([1, 2]).new_full((2,), 3.7)
@@ -64,16 +64,16 @@ def new_full(self: Tensor, size, fill_value, dtype=None) -> Tensor:
     fill_value = _python_scalar("new_full", fill_value)
     if isinstance(fill_value, float) and dt.kind in "iub":
         fill_value = int(fill_value) if dt.kind != "b" else bool(fill_value)  # torch truncates toward zero
-    return full(size, fill_value, dtype=dt)
+    return full(size, fill_value, dtype=dt, device=device)
 
 
-def new_tensor(self: Tensor, data, dtype=None) -> Tensor:
+def new_tensor(self: Tensor, data, dtype=None, device=None) -> Tensor:
     """A new tensor (a copy) from `data`, of `self`'s dtype unless `dtype` is given.
 
     >>> aotjax.tensor([1, 2]).new_tensor([1.5, 2.5])
     tensor([1, 2])
     """
-    return tensor(data, dtype=_dtype("new_tensor", dtype, self.dtype))
+    return tensor(data, dtype=_dtype("new_tensor", dtype, self.dtype), device=device)
 
 
 for _fn in (new_zeros, new_ones, new_empty, new_full, new_tensor):
@@ -135,7 +135,7 @@ def triu_indices(row, col, offset=0, dtype=None) -> Tensor:
 
 
 # -- empty_strided ---------------------------------------------------------------------------------
-def empty_strided(size, stride, dtype=None) -> Tensor:
+def empty_strided(size, stride, dtype=None, device=None) -> Tensor:
     """`torch.empty_strided` for contiguous strides only (zeros, as `empty`): XLA arrays have no strides of
     their own, so another layout cannot be allocated.
 
@@ -157,4 +157,4 @@ def empty_strided(size, stride, dtype=None) -> Tensor:
             f"empty_strided: only contiguous strides ({list(contiguous)} for size {list(shape)}) are supported, got "
             f"{list(stride)}{where()}; XLA arrays have no strides of their own. Allocate with empty(size) and take "
             f"a view (t(), permute, transpose) for a strided layout")
-    return empty(shape, dtype=_dtype("empty_strided", dtype, default_float_dtype()))
+    return empty(shape, dtype=_dtype("empty_strided", dtype, default_float_dtype()), device=device)
