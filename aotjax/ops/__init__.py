@@ -60,6 +60,8 @@ from aotjax.ops.sorting import *  # noqa: F403
 from aotjax.ops.statistics import *  # noqa: F403
 from aotjax.ops.views import *  # noqa: F403
 
+globals().update(_frontend.with_out_variants(globals()))  # `aotjax.add(x, y, out=z)`: torch's out= keyword
+
 # NOTE: what `from aotjax.ops import *` gives: the op functions, not the family modules (so that the
 # `aotjax.ops.nn` module never shadows the `aotjax.nn` package, whatever the import order).
 __all__ = [name for family in (_frontend, conv, creation, decompositions, elementwise, generator, indexing, linalg, nn,

@@ -371,8 +371,15 @@ ceil_p, ceil__p, ceil, ceil_ = _unary("ceil", _keep_integers(jnp.ceil), _ANY,
     tensor([-0.,  2.])
     """)
 defjvp_zero(ceil_p)
-sign_p, sign__p, sign, sign_ = _unary("sign", lambda x: x if x.dtype == np.bool_ else jnp.sign(x), _ANY,
-                                      """-1, 0 or 1 by the sign of `x`; integer dtypes are kept.
+def _sign_lower(x):
+    if x.dtype == np.bool_:
+        return x
+    return jnp.sign(x) if category(x.dtype) != _FLOAT else jnp.where(jnp.isnan(x), 0, jnp.sign(x)).astype(x.dtype)
+
+
+sign_p, sign__p, sign, sign_ = _unary("sign", _sign_lower, _ANY,
+                                      """-1, 0 or 1 by the sign of `x` (0 for NaN, as in PyTorch); integer dtypes are
+    kept.
 
     >>> aotjax.sign(aotjax.tensor([-2, 0, 3]))
     tensor([-1,  0,  1])

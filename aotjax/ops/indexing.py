@@ -703,11 +703,12 @@ def _index_put_args(op: str, x, indices):
 
 
 def _single_mask(op: str, x, indices):
-    """`(dim, mask)` when `indices` is leading Nones then one boolean mask (`x[..., mask]`), else None."""
+    """`(dim, mask)` when `indices` is leading Nones then one traced boolean mask (`x[..., mask]`), else None (a
+    concrete mask is read as the indices of its True elements)."""
     if not isinstance(indices, (tuple, list)) or not indices or any(i is not None for i in indices[:-1]):
         return None
     mask = indices[-1]
-    if not isinstance(mask, Tensor) or mask.dtype != np.bool_:
+    if not isinstance(mask, Tracer) or mask.dtype != np.bool_:
         return None
     _check_mask(op, x, len(indices) - 1, mask)
     return len(indices) - 1, mask
@@ -715,8 +716,8 @@ def _single_mask(op: str, x, indices):
 
 def index_put(x, indices, values, accumulate: bool = False):
     """A copy of `x` with `x[indices] = values` (added instead when `accumulate`); `indices` is a tuple
-    of index tensors for the leading dims. One boolean mask with a value that broadcasts over the selected elements
-    is a masked write, which also traces.
+    of index tensors for the leading dims. One traced boolean mask with a value that broadcasts over the selected
+    elements is a masked write (as `x[mask] = v`), so it traces.
 
     >>> aotjax.zeros(4).index_put((aotjax.tensor([0, 0, 2]),), aotjax.tensor(1.0), accumulate=True)
     tensor([2., 0., 1., 0.])
@@ -761,6 +762,9 @@ def index_select(x, dim: int, index):
             [4, 4]])
     """
     dim, index = _index_1d("index_select", x, dim, index)
+    if x.ndim == 0:  # NOTE: a 0-d tensor takes dim 0/-1, as in torch
+        out = index_p.bind(x.reshape(1), index, dims=(0,))
+        return out.reshape(()) if index.shape == (1,) else out
     return index_p.bind(x, index, dims=(dim,))
 
 
@@ -818,11 +822,21 @@ def gather(x, dim: int, index):
     tensor([[2],
             [3]])
     """
+    x = as_tensor(x)
+    if x.ndim == 0:  # NOTE: a 0-d tensor takes dim 0/-1, as in torch: gathered as a 1-d one
+        canonical_dim(dim, 0, "gather")
+        index = _index_tensor("gather", index)
+        return gather(x.reshape(1), 0, index.reshape(-1)).reshape(index.shape)
     dim, index = _gather_args("gather", x, dim, index)
     return gather_p.bind(x, index, dim=dim)
 
 
 def _scatter(prim, op, x, dim, index, src, reduce):
+    if x.ndim == 0:  # NOTE: a 0-d tensor takes dim 0/-1, as in torch: scattered into as a 1-d view of it
+        canonical_dim(dim, 0, op)
+        src = src if is_scalar(src) else as_tensor(src).reshape(-1)
+        out = _scatter(prim, op, x.reshape(1), 0, _index_tensor(op, index).reshape(-1), src, reduce)
+        return x if prim.mutates else out.reshape(())
     if reduce is not None:
         from aotjax.ops.scatter_ops import scatter_with_reduce  # NOTE: that module builds on this one
 

@@ -466,6 +466,8 @@ def logsumexp(x, dim=None, keepdim: bool = False):
     if category(x.dtype) < _FLOAT:
         x = convert(x, default_float_dtype())
     axes = _axes("logsumexp", x, dim)
+    if _count(x, axes) == 0:  # NOTE: log(0) = -inf over an empty dim, as in torch (the max of it is undefined)
+        return log(reduce_sum_p.bind(exp(x), axes=axes, keepdims=bool(keepdim)))
     # NOTE: the max of `x` detached: `log(sum(exp(x - m))) + m` has the derivative softmax(x) for any m, so
     # m's own (cancelling) derivative need not be computed.
     m = reduce_max_p.bind(detach_p.bind(x), axes=axes, keepdims=True)

@@ -147,7 +147,8 @@ def flip(x, *dims_, dims=None):
     if dims is not None and dims_:
         raise TypeError(f"flip: got dims both as arguments {list(dims_)} and as the keyword dims={dims}{where()}")
     dims = (dims,) if isinstance(dims, int) else dims_ if dims is None else tuple(dims)
-    return flip_p.bind(x, dims=canonical_dims(normalize_shape(dims), x.ndim, "flip"))
+    dims = canonical_dims(normalize_shape(dims), x.ndim, "flip")
+    return flip_p.bind(x, dims=dims if x.ndim else ())  # NOTE: a 0-d tensor takes dim 0/-1, as in torch
 
 
 roll_p = standard_primitive("roll", lambda x, *, shifts, dims: x.shape, _keep_dtype,

@@ -283,7 +283,7 @@ def transpose(x, dim0: int, dim1: int):
     (3, 2)
     """
     d0, d1 = canonical_dim(dim0, x.ndim, "transpose"), canonical_dim(dim1, x.ndim, "transpose")
-    return permute_p.bind(x, perm=_swap_perm(x.ndim, d0, d1))
+    return permute_p.bind(x, perm=_swap_perm(x.ndim, d0, d1) if x.ndim else ())
 
 
 swapaxes = swapdims = transpose
@@ -573,7 +573,7 @@ unsqueeze__p = Primitive("unsqueeze_", kind=Kind.MUTATION, mutates=(0,), metadat
 
 def _squeeze_dims(x, dim, op: str) -> tuple[int, ...]:
     dims = canonical_dims(dim, x.ndim, op)
-    return tuple(d for d in dims if x.shape[d] == 1)
+    return tuple(d for d in dims if x.ndim and x.shape[d] == 1)  # NOTE: a 0-d tensor takes dim 0/-1, as in torch
 
 
 def squeeze(x, dim=None):
