@@ -184,18 +184,18 @@ class Tensor:
     @property
     def device(self):
         """The `jax` device holding the data (None for a traced tensor)."""
-        devices = getattr(self._storage.base, "devices", None)
-        return next(iter(devices())) if devices else None
+        devices = getattr(getattr(self._storage, "base", None), "devices", None)
+        return next(iter(devices()), None) if devices else None
 
     @property
     def sharding(self):
         """The `jax.sharding.Sharding` of the data: how it is laid out over devices (None for a traced tensor).
         `aotjax.device_put(t, sharding)` makes a tensor with another one."""
-        return getattr(self._storage.base, "sharding", None)
+        return getattr(getattr(self._storage, "base", None), "sharding", None)
 
     def devices(self) -> set:
         """The `jax` devices holding the data (empty for a traced tensor)."""
-        devices = getattr(self._storage.base, "devices", None)
+        devices = getattr(getattr(self._storage, "base", None), "devices", None)
         return set(devices()) if devices else set()
 
     # -- values (eager only; tracers raise) -------------------------------------------------------

@@ -34,7 +34,7 @@ from aotjax.interpreters.transpose import deflinear2_transpose, deflinear_transp
 from aotjax.ops._combinators import broadcast_shapes, elementwise, inplace_variant, same_dtype, standard_primitive
 from aotjax.ops._frontend import as_tensor, bind_inplace, convert, is_scalar, place, promote, to_dtype
 from aotjax.ops._frontend import device as to_device
-from aotjax.ops.layout import elementwise_layout, format_name, preserve_layout, tensor_layout
+from aotjax.ops.layout import elementwise_layout, format_name, preserve_layout, suggest_format, tensor_layout
 from aotjax.ops.promotion import (
     _BOOL,
     _FLOAT,
@@ -109,9 +109,9 @@ def to(x, *args, dtype=None, device=None, non_blocking: bool = False, copy: bool
             # NOTE: `x.double()` without x64 gives float32, x's own dtype: still a new tensor, as PyTorch's
             # conversion to another dtype is (returning x itself would alias it).
             out = convert(x, new_dtype) if new_dtype != x.dtype else _clone(x)
-    if memory_format is not None and format_name(memory_format, "to") != "preserve" and not out.is_contiguous(
-            memory_format):
-        out = _clone(out, memory_format)
+    fmt = "preserve" if memory_format is None else format_name(memory_format, "to")
+    if fmt != "preserve" and (out is not x or suggest_format(tuple(x.shape), x.stride()) != fmt):
+        out = _clone(out, memory_format)  # NOTE: as torch, x itself when its strides suggest the format
     out = place(out, dev)
     return _clone(x) if copy and out is x else out
 

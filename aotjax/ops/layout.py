@@ -28,7 +28,7 @@ from aotjax.tensor import contiguous_strides
 
 __all__ = ["is_contiguous", "is_non_overlapping_and_dense", "infer_dense_strides", "tensor_iterator_strides",
            "elementwise_layout", "tensor_layout", "preserve_layout", "format_name", "format_strides",
-           "is_contiguous_in"]
+           "is_contiguous_in", "suggest_format"]
 
 Shape = tuple[int, ...]
 
@@ -193,7 +193,7 @@ def format_name(memory_format, op: str) -> str:
 def _channels_last_strides(shape: Shape) -> Shape:
     """NHWC (4-d) or NDHWC (5-d) order: channels innermost, then the spatial dims, then the batch."""
     order = [1] + list(range(len(shape) - 1, 1, -1)) + [0]
-    return _dense_in_order(shape, order, empty_dims_as_one=True)
+    return _dense_in_order(shape, order, empty_dims_as_one=False)  # NOTE: as torch's get_channels_last_strides
 
 
 def format_strides(fmt: str, shape: Shape, like=None, op: str = "") -> Shape | None:
@@ -232,3 +232,21 @@ def is_contiguous_in(fmt: str, shape: Shape, strides: Shape) -> bool:
                 return False
             expected *= shape[d]
     return True
+
+
+def suggest_format(shape: Shape, strides: Shape) -> str:
+    """The memory format PyTorch reads from strides (`suggest_memory_format`): channels-last when a 4-d (5-d)
+    tensor's strides grow from channels through the spatial dims to the batch, with PyTorch's tie-breaks toward
+    contiguous for ambiguous size-1 dims; else `"contiguous"`.
+
+    >>> suggest_format((2, 3, 4, 5), (60, 1, 15, 3)), suggest_format((2, 3, 4, 5), (60, 1, 5, 20))
+    ('channels_last', 'contiguous')
+    """
+    if len(shape) not in (4, 5) or strides[1] == 0:
+        return "contiguous"
+    smallest = 0
+    for d in [1] + list(range(len(shape) - 1, 1, -1)) + [0]:
+        if shape[d] == 0 or strides[d] < smallest or (d == 0 and smallest == strides[1]):
+            return "contiguous"
+        smallest = strides[d] * (shape[d] if shape[d] > 1 else 1)
+    return "channels_last" if len(shape) == 4 else "channels_last_3d"
