@@ -41,7 +41,8 @@ def _expected_dtype(t: torch.dtype) -> np.dtype:
 def _close(out, ref, how=""):
     assert tuple(out.shape) == tuple(ref.shape), how
     assert out.dtype == _expected_dtype(ref.dtype), f"{how}: {out.dtype} vs {ref.dtype}"
-    np.testing.assert_allclose(np.asarray(out, np.float64), ref.detach().double().numpy(), rtol=TOL, atol=TOL,
+    tol = TOL if out.dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(np.asarray(out, np.float64), ref.detach().double().numpy(), rtol=tol, atol=tol,
                                err_msg=how)
 
 
@@ -146,8 +147,8 @@ def test_reduction_dtype_matches_torch(name):
     fn = REDUCTIONS[name]
     for data in (np.array([[1, -2, 3], [4, 0, 2]], INT), _f(2, 3)):
         for a_dt, t_dt in ((aotjax.float32, torch.float32), (aotjax.float64, torch.float64)):
-            if name == "norm" and data.dtype.kind == "i":
-                continue
+            if name == "norm" and (data.dtype.kind == "i" or data.dtype.itemsize > t_dt.itemsize):
+                continue  # torch's norm takes floats only, and a dtype that does not narrow them
             a, t = _both(data)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # float64 without x64 is truncated to float32, with a warning
@@ -165,7 +166,8 @@ OUT_OPS = {
     "sum": (lambda m, x, **k: m.sum(x, 1, **k), 1), "amax": (lambda m, x, **k: m.amax(x, 0, **k), 1),
     "cumsum": (lambda m, x, **k: m.cumsum(x, 1, **k), 1), "matmul": (lambda m, x, y, **k: m.matmul(x, y.T, **k), 2),
     "cat": (lambda m, x, y, **k: m.cat([x, y], 0, **k), 2), "stack": (lambda m, x, y, **k: m.stack([x, y], **k), 2),
-    "clamp": (lambda m, x, **k: m.clamp(x, -0.5, 0.5, **k), 1), "where": (lambda m, x, y, **k: m.where(x > y, x, y, **k), 2),
+    "clamp": (lambda m, x, **k: m.clamp(x, -0.5, 0.5, **k), 1),
+    "where": (lambda m, x, y, **k: m.where(x > y, x, y, **k), 2),
 }
 
 
@@ -188,20 +190,20 @@ def test_out_matches_torch(name):
 
 def test_out_semantics():
     x, t = _both(_f(2, 3))
-    out = aotjax.zeros(5)
+    out = aotjax.zeros(5, dtype=FLOAT)
     with pytest.warns(UserWarning, match=r"add: an output with one or more elements was resized"):
         aotjax.add(x, 1, out=out)  # torch resizes a nonempty out of the wrong shape, with a warning
     _close(out, t + 1)
-    vals, idx = aotjax.zeros(3), aotjax.zeros(3, dtype=INT)
+    vals, idx = aotjax.zeros(3, dtype=FLOAT), aotjax.zeros(3, dtype=INT)
     res = aotjax.max(x, 0, out=(vals, idx))  # ops with several results take a tuple
     ref = torch.max(t, 0)
     assert res.values is vals and res.indices is idx
     _close(vals, ref.values)
     _close(idx, ref.indices)
-    i_out = aotjax.zeros(2, 3)
+    i_out = aotjax.zeros(2, 3, dtype=FLOAT)
     aotjax.lt(x, 0, out=i_out)  # bool results cast into a float out, as in torch
-    _close(i_out, torch.lt(t, 0).float())
-    with pytest.raises(DTypeError, match=r"add: the result type float32 can't be cast to the desired output type"):
+    _close(i_out, torch.lt(t, 0).to(t.dtype))
+    with pytest.raises(DTypeError, match=r"add: the result type float.. can't be cast to the desired output type"):
         aotjax.add(x, 1, out=aotjax.zeros(2, 3, dtype=aotjax.int32))
     with pytest.raises(TypeError, match="out= must be a tuple of 2 tensors"):
         aotjax.max(x, 0, out=vals)
@@ -210,11 +212,11 @@ def test_out_semantics():
 
     # under jit, out= is an in-place write into the argument; of the wrong shape, a clear error
     f = aotjax.jit(lambda x, o: aotjax.mul(x, 3, out=o))
-    o = aotjax.zeros(2, 3)
+    o = aotjax.zeros(2, 3, dtype=FLOAT)
     f(x, o)
     _close(o, t * 6)
     with pytest.raises(UnsupportedError, match=r"mul: out= has shape \[2\] .* a traced tensor cannot be resized"):
-        f(x, aotjax.zeros(2))
+        f(x, aotjax.zeros(2, dtype=FLOAT))
 
 
 # -- to(copy=True), casts, methods ------------------------------------------------------------------------------
@@ -265,7 +267,7 @@ def test_index_put_boolean_mask_matches_torch():
     for fn, how in cases:
         ref = fn(torch, t.clone())
         _close(fn(aotjax, a.clone()), ref, how)  # eager
-        _close(aotjax.jit(lambda x: fn(aotjax, x))(a.clone()), ref, how + " jit")  # the mask is traced
+        _close(aotjax.jit(lambda x, fn=fn: fn(aotjax, x))(a.clone()), ref, how + " jit")  # the mask is traced
 
     def setitem(x):
         x[x > 0.5] = -1.0
