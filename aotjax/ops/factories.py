@@ -7,21 +7,25 @@ import numpy as np
 
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.source_info import where
-from aotjax.ops._frontend import convert
+from aotjax.ops._frontend import convert, place
+from aotjax.ops._frontend import device as to_device
 from aotjax.ops.creation import (
     _accumulation_dtype,
+    _as_param,
     _dtype,
     _python_scalar,
     _size,
     empty,
     full,
+    full_p,
     linspace,
     ones,
     tensor,
     zeros,
 )
+from aotjax.ops.layout import is_non_overlapping_and_dense
 from aotjax.ops.promotion import default_float_dtype, default_int_dtype
-from aotjax.tensor import Tensor, method
+from aotjax.tensor import Tensor, contiguous_strides, method
 
 __all__ = ["logspace", "tril_indices", "triu_indices", "empty_strided"]
 
@@ -136,25 +140,27 @@ def triu_indices(row, col, offset=0, dtype=None) -> Tensor:
 
 # -- empty_strided ---------------------------------------------------------------------------------
 def empty_strided(size, stride, dtype=None, device=None) -> Tensor:
-    """`torch.empty_strided` for contiguous strides only (zeros, as `empty`): XLA arrays have no strides of
-    their own, so another layout cannot be allocated.
+    """`torch.empty_strided` (zeros, as `empty`) for strides that cover the tensor's memory densely, in any order
+    (contiguous, channels-last, a permutation): strides are metadata (XLA arrays have none), so a layout with gaps
+    or overlaps cannot be allocated.
 
     >>> aotjax.empty_strided((2, 3), (3, 1)).shape
     (2, 3)
+    >>> aotjax.empty_strided((2, 3), (1, 2)).stride()
+    (1, 2)
     """
     shape = _size("empty_strided", (size,))
     stride = tuple(int(s) for s in stride)
-    contiguous, acc = [], 1
-    for s in reversed(shape):
-        contiguous.append(acc)
-        acc *= max(s, 1)
-    contiguous = tuple(reversed(contiguous))
     if len(stride) != len(shape):
         raise ValueError(f"empty_strided: size {list(shape)} and stride {list(stride)} must have the same length"
                          f"{where()}")
-    if any(st != c and n > 1 for st, c, n in zip(stride, contiguous, shape)):
+    if not is_non_overlapping_and_dense(shape, stride):
         raise UnsupportedError(
-            f"empty_strided: only contiguous strides ({list(contiguous)} for size {list(shape)}) are supported, got "
-            f"{list(stride)}{where()}; XLA arrays have no strides of their own. Allocate with empty(size) and take "
-            f"a view (t(), permute, transpose) for a strided layout")
-    return empty(shape, dtype=_dtype("empty_strided", dtype, default_float_dtype()), device=device)
+            f"empty_strided: only strides that cover the tensor densely are supported (such as "
+            f"{list(contiguous_strides(shape))} for size {list(shape)}), got {list(stride)}{where()}; XLA arrays have "
+            f"no strides of their own. Allocate with empty(size) and take a view (narrow, slicing) for a strided "
+            f"layout")
+    dt = _dtype("empty_strided", dtype, default_float_dtype())
+    strides = None if stride == contiguous_strides(shape) else stride
+    return place(full_p.bind(shape=shape, fill_value=_as_param(0, dt), dtype=dt, strides=strides),
+                 to_device(device, "empty_strided"))

@@ -533,6 +533,8 @@ def is_contiguous(x, memory_format=contiguous_format) -> bool:
     >>> x.is_contiguous(), x.is_contiguous(memory_format=aotjax.channels_last)
     (True, False)
     """
+    if memory_format is contiguous_format and getattr(x, "_strides", None) is None:
+        return True  # NOTE: the common case, without reading the format: no recorded strides mean row-major
     fmt = format_name(memory_format, "is_contiguous")
     if fmt == "preserve":
         raise ValueError(f"is_contiguous: memory_format=preserve_format is not a layout a tensor can have{where()}")
