@@ -87,6 +87,10 @@ _result_types: dict = {}
 
 
 def _result_type(key) -> np.dtype:
+    if all(isinstance(k, type) for k in key) and any(issubclass(k, np.generic) for k in key):
+        # NOTE: no Tensor: NumPy scalars (the literals a trace inlines, `np.float64(1.7)` in a jvp rule) keep
+        # their dtypes, or `y - 1` of a float64 exponent would be computed in float32
+        key = tuple((np.dtype(k), False) if issubclass(k, np.generic) else k for k in key)
     dim_t = zero_t = wrapped = None
     for k in key:
         if isinstance(k, type):
