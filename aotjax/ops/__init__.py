@@ -29,6 +29,7 @@ from aotjax.ops import (
     scatter_ops,
     shape,
     sharding,
+    shard_map,  # registers the shard_map primitive
     sorting,
     statistics,
     views,
