@@ -122,12 +122,23 @@ def _lower_jax(name: str, fn):
     bound; anywhere else the collective was staged outside every vmap or shard_map of its axis."""
     def lower(x, *, axis_name, **params):
         try:
-            return fn(x, axis_name, **params)
+            return fn(_varying(x, axis_name), axis_name, **params)
         except NameError:
             raise UnsupportedError(f"{name}: axis {axis_name!r} is not bound: a collective must run inside "
                                    f"vmap(..., axis_name={axis_name[0]!r}) or inside aotjax.shard_map over a mesh "
                                    f"with that axis") from None
     return lower
+
+
+def _varying(x, names: tuple):
+    """`x` made varying over every axis of `names` when it varies over some of them only (JAX's collectives with
+    replication checking take a value varying over all the axes they combine, or over none)."""
+    mat = getattr(jax.typeof(x), "mat", None)
+    varying = getattr(mat, "varying", None)
+    if varying is None:
+        return x
+    fixed = tuple(n for n in names if n not in varying)
+    return jax.lax.pcast(x, fixed, to="varying") if fixed and len(fixed) < len(names) else x
 
 
 # -- reductions ----------------------------------------------------------------------------------------
