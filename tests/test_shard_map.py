@@ -244,11 +244,13 @@ def test_collectives_over_a_vmap_axis_equal_jax():
                                    jax.vmap(theirs, axis_name="i")(xs))
     # the transposes: all_gather <-> psum_scatter, ppermute <-> its inverse (a dot-product test each)
     rng = np.random.default_rng(0)
-    for ours, theirs in cases[::2]:
-        u = rng.normal(size=xs.shape).astype(np.float32)
-        out = jax.vmap(theirs, axis_name="i")(xs)
-        ct = rng.normal(size=out.shape).astype(np.float32)
-        lin = lambda v: aotjax.vmap(ours, axis_name="i")(v)  # noqa: E731
-        (g,) = aotjax.vjp(lin, aotjax.tensor(u))[1](aotjax.tensor(ct))
-        np.testing.assert_allclose(float((g * aotjax.tensor(u)).sum()), float((lin(aotjax.tensor(u)).numpy() * ct).sum()),
-                                   rtol=1e-5)
+    linear = [lambda v, ours=ours: aotjax.vmap(ours, axis_name="i")(v) for ours, _ in cases[::2]]
+    # a linear shard_map (one device), collectives inside
+    inside = lambda v: L.psum_scatter(L.all_gather(L.ppermute(v * 3, "i", [(0, 0)]), "i"), "i")  # noqa: E731
+    linear.append(_sm(inside, P("i"), P("i")))
+    for lin in linear:
+        u = aotjax.tensor(rng.normal(size=xs.shape).astype(np.float32))
+        out, pullback = aotjax.vjp(lin, u)
+        ct = aotjax.tensor(rng.normal(size=out.shape).astype(np.float32))
+        (g,) = pullback(ct)
+        np.testing.assert_allclose(float((g * u).sum()), float((out * ct).sum()), rtol=1e-5)

@@ -28,8 +28,8 @@ from aotjax.ops import (
     resampling,
     scatter_ops,
     shape,
-    sharding,
     shard_map,  # registers the shard_map primitive
+    sharding,
     sorting,
     statistics,
     views,

@@ -40,7 +40,7 @@ from aotjax.interpreters.batching import (
     moveaxis,
     not_mapped,
 )
-from aotjax.interpreters.jvp import deflinear, defjvp_zero, jvp_rules
+from aotjax.interpreters.jvp import defjvp_zero, deflinear, jvp_rules
 from aotjax.interpreters.lowering import register_lowering
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._frontend import as_tensor

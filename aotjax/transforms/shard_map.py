@@ -22,8 +22,8 @@ from jax.sharding import Mesh, PartitionSpec
 from aotjax.core.errors import UnsupportedError
 from aotjax.ops._frontend import as_tensor
 from aotjax.ops.collectives import mesh_axes
-from aotjax.ops.shard_map import block_aval, shard_map_p, spec_axes
 from aotjax.ops.shape import clone
+from aotjax.ops.shard_map import block_aval, shard_map_p, spec_axes
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import Slot
 from aotjax.tensor import Tensor
@@ -150,9 +150,10 @@ def _call(f: Callable, mesh: Mesh, in_specs, out_specs, check_vma: bool, args: t
                                f"memory (views of one tensor); each device's block of a view is not a view of its "
                                f"block of the base. Pass copies (x.clone()), or one tensor")
     if meta.metadata:
-        raise UnsupportedError(f"shard_map: the body changes the view of its argument {meta.input_name(*meta.metadata[0][:2])} "
-                               f"in place (t_, unsqueeze_, ...), which a device's block cannot do to the global "
-                               f"tensor; use the out-of-place op and return the result")
+        which = meta.input_name(*meta.metadata[0][:2])
+        raise UnsupportedError(f"shard_map: the body changes the view of its argument {which} in place (t_, "
+                               f"unsqueeze_, ...), which a device's block cannot do to the global tensor; use the "
+                               f"out-of-place op and return the result")
     all_leaves = [*leaves, *staged.implicit]
     group_specs = [specs[g.leaves[0][0]] if g.leaves[0][0] < n_explicit else _REPLICATED for g in meta.groups]
     consts, jaxpr = _closure_convert(staged.jaxpr)
@@ -162,7 +163,8 @@ def _call(f: Callable, mesh: Mesh, in_specs, out_specs, check_vma: bool, args: t
     out_spec_list = tuple(base_spec[k] if slot is Slot.BASE else group_specs[k] for slot, k in meta.layout)
     for (slot, k), s, a in zip(meta.layout, out_spec_list, jaxpr.out_avals, strict=True):
         if len(s) > len(a.shape):
-            raise ValueError(f"shard_map: the out spec {s} of {meta.output_names[k]} ({a.str_short()} on each device) "
+            what = meta.output_names[k] if slot is Slot.BASE else f"the written argument {meta.group_name(k)}"
+            raise ValueError(f"shard_map: the out spec {s} of {what} ({a.str_short()} on each device) "
                              f"names more dims than it has")
     bases = [boundary.group_base(g, all_leaves) for g in meta.groups]
     outs = shard_map_p.bind(*consts, *bases, jaxpr=jaxpr, mesh=mesh,
