@@ -219,8 +219,8 @@ def psum(x: Any, axis_name) -> Any:
 def pmean(x: Any, axis_name) -> Any:
     """The mean of `x` over the examples of the vmap(s) or the devices of the mesh axes named `axis_name`.
 
-    >>> aotjax.vmap(lambda x: aotjax.lax.pmean(x, "i"), axis_name="i")(aotjax.tensor([1.0, 2.0]))
-    tensor([1.5000, 1.5000])
+    >>> aotjax.vmap(lambda x: aotjax.lax.pmean(x, "i"), axis_name="i")(aotjax.tensor([1.0, 3.0]))
+    tensor([2., 2.])
     """
     size = _axis_size(_names(axis_name), "pmean")
     return jax.tree_util.tree_map(lambda s: div(s, size), psum(x, axis_name))

@@ -8,7 +8,10 @@ one `shard_map` equation (`aotjax.ops.shard_map`), which every transform handles
 
 Eager semantics hold at the boundary: an argument the body writes in place is written back, each device's block into
 its place in the global tensor (the program returns the written blocks, split by the argument's in spec), and a
-tensor the body reads from outside (a closure, a module's buffer) is an implicit input replicated on every device.
+tensor the body reads from outside (a closure, a module's buffer) is an implicit input replicated on every device; a
+write into such a tensor must give it the same value on every device (a `psum` of the devices' parts, say), else
+JAX's replication check (`check_vma`) refuses the program. Arguments that share memory (two views of one tensor) are
+refused: a device's block of a view is not a view of its block of the base.
 """
 from __future__ import annotations
 
