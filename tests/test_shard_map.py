@@ -229,28 +229,29 @@ def test_errors_name_what_is_wrong():
 
 def test_collectives_over_a_vmap_axis_equal_jax():
     xs = np.arange(24.0, dtype=np.float32).reshape(4, 3, 2)
+    ring = [(0, 1), (1, 2), (2, 3), (3, 0)]
+
+    def cases(lax):
+        return lambda v: (lax.all_gather(v, "i", axis=1), lax.all_gather(v, "i", axis=1, tiled=True),
+                          lax.psum_scatter(v.reshape(6)[:4].reshape(4, 1), "i", tiled=True),
+                          lax.psum_scatter(v.reshape(6)[:4].reshape(1, 4), "i", scatter_dimension=1),
+                          lax.ppermute(v, "i", ring))
+
+    ours, theirs = aotjax.vmap(cases(aotjax.lax), axis_name="i"), jax.vmap(cases(jax.lax), axis_name="i")
+    for got, want in zip(aotjax.jit(ours)(aotjax.tensor(xs)), jax.jit(theirs)(xs), strict=True):
+        np.testing.assert_allclose(got.numpy(), want)
+    # the transposes (all_gather <-> psum_scatter, ppermute <-> its inverse perm): a dot-product test of each output of
+    # the per-example vjp (under the named vmap), and of a linear shard_map (one device) with collectives inside
     L = aotjax.lax
-    cases = [(lambda v: L.all_gather(v, "i", axis=1), lambda v: jax.lax.all_gather(v, "i", axis=1)),
-             (lambda v: L.all_gather(v, "i", axis=1, tiled=True), lambda v: jax.lax.all_gather(v, "i", axis=1,
-                                                                                              tiled=True)),
-             (lambda v: L.psum_scatter(v.reshape(6)[:4].reshape(4, 1), "i", tiled=True),
-              lambda v: jax.lax.psum_scatter(v.reshape(6)[:4].reshape(4, 1), "i", tiled=True)),
-             (lambda v: L.psum_scatter(v.reshape(2, 3)[:, :2].T.reshape(1, 4), "i", scatter_dimension=1),
-              lambda v: jax.lax.psum_scatter(v.reshape(2, 3)[:, :2].T.reshape(1, 4), "i", scatter_dimension=1)),
-             (lambda v: L.ppermute(v, "i", [(0, 1), (1, 2), (2, 3), (3, 0)]),
-              lambda v: jax.lax.ppermute(v, "i", [(0, 1), (1, 2), (2, 3), (3, 0)]))]
-    for ours, theirs in cases:
-        np.testing.assert_allclose(aotjax.vmap(ours, axis_name="i")(aotjax.tensor(xs)).numpy(),
-                                   jax.vmap(theirs, axis_name="i")(xs))
-    # the transposes: all_gather <-> psum_scatter, ppermute <-> its inverse (a dot-product test each)
+    inside = _sm(lambda v: L.psum_scatter(L.all_gather(L.ppermute(v * 3, "i", [(0, 0)]), "i"), "i"), P("i"), P("i"))
+    f = cases(L)
+    both = aotjax.jit(aotjax.vmap(lambda v, cts: (f(v), aotjax.vjp(f, v)[1](tuple(cts))[0]), axis_name="i"))
     rng = np.random.default_rng(0)
-    linear = [lambda v, ours=ours: aotjax.vmap(ours, axis_name="i")(v) for ours, _ in cases[::2]]
-    # a linear shard_map (one device), collectives inside
-    inside = lambda v: L.psum_scatter(L.all_gather(L.ppermute(v * 3, "i", [(0, 0)]), "i"), "i")  # noqa: E731
-    linear.append(_sm(inside, P("i"), P("i")))
-    for lin in linear:
-        u = aotjax.tensor(rng.normal(size=xs.shape).astype(np.float32))
-        out, pullback = aotjax.vjp(lin, u)
-        ct = aotjax.tensor(rng.normal(size=out.shape).astype(np.float32))
-        (g,) = pullback(ct)
-        np.testing.assert_allclose(float((g * u).sum()), float((out * ct).sum()), rtol=1e-5)
+    u = aotjax.tensor(rng.normal(size=xs.shape).astype(np.float32))
+    cts = [aotjax.tensor(rng.normal(size=o.shape).astype(np.float32)) for o in jax.eval_shape(theirs, xs)]
+    for k, ct in enumerate(cts):  # one compiled program, called once per output
+        outs, g = both(u, [ct if j == k else aotjax.zeros_like(c) for j, c in enumerate(cts)])
+        np.testing.assert_allclose(float((g * u).sum()), float((outs[k] * ct).sum()), rtol=1e-4, err_msg=str(k))
+    out, pullback = aotjax.vjp(inside, u)
+    (g,) = pullback(cts[-1])
+    np.testing.assert_allclose(float((g * u).sum()), float((out * cts[-1]).sum()), rtol=1e-4)
