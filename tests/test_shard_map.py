@@ -223,6 +223,10 @@ def test_errors_name_what_is_wrong():
         _sm(lambda a, b: a + b, (P(), P()), P())(x[0], x[1])
     with pytest.raises(ValueError, match="ppermute: perm must be pairs"):
         _sm(lambda a: aotjax.lax.ppermute(a, "i", [(0, 1)]), P(), P())(x)
+    with pytest.raises(UnsupportedError, match="all_gather over vmap axes and mesh axes at once"):
+        aotjax.vmap(_sm(lambda a: aotjax.lax.all_gather(a, ("b", "i")), P(), P()), axis_name="b")(x)
+    with pytest.raises(ValueError, match="a 0-d tensor has none"):
+        aotjax.vmap(lambda v: aotjax.lax.all_gather(v, "i", tiled=True), axis_name="i")(aotjax.ones(3))
     with pytest.raises(UnsupportedError, match="axis_names=.*names only some of the mesh axes"):
         aotjax.shard_map(lambda a: a, mesh=MESH, in_specs=P(), out_specs=P(), axis_names={"j"})
 

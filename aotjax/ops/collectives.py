@@ -265,7 +265,16 @@ def axis_index(axis_name) -> Any:
 
 
 # -- all_gather, psum_scatter, ppermute ------------------------------------------------------------------
-def _single_vmap(name: str, axis_name: tuple, own) -> None:
+def _one_kind(names: tuple, what: str) -> int:
+    """The size of the axes `names` of a gather, scatter or permutation: all vmap axes or all mesh axes."""
+    vmaps, mesh = _resolve(names, what)
+    if vmaps and mesh:
+        raise UnsupportedError(f"{what} over vmap axes and mesh axes at once ({names!r}){where()}: call it once per "
+                               f"kind of axis")
+    return _axis_size(names, what)
+
+
+def _single_vmap(name: str, axis_name: tuple) -> None:
     if len(axis_name) != 1:
         raise UnsupportedError(f"{name} over a vmap axis takes one axis name, got {axis_name!r}{where()}; nest "
                                f"{name} calls, one per axis")
@@ -321,7 +330,7 @@ def _all_gather_rule(trace, vals, dims, *, axis_name, axis, tiled, axis_size):
             return [all_gather_p.bind(x, axis_name=axis_name, axis=axis, tiled=tiled, axis_size=axis_size)], [d]
         x = moveaxis(x, d, 0)
         return [all_gather_p.bind(x, axis_name=axis_name, axis=axis + 1, tiled=tiled, axis_size=axis_size)], [0]
-    _single_vmap("all_gather", axis_name, own)
+    _single_vmap("all_gather", axis_name)
     n = trace.axis_size
     x = stack([x] * n, axis) if d is not_mapped else moveaxis(x, d, axis)  # the examples, stacked at `axis`
     if tiled:
@@ -339,7 +348,7 @@ def _psum_scatter_rule(trace, vals, dims, *, axis_name, scatter_dimension, tiled
             return [psum_scatter_p.bind(x, scatter_dimension=sd, **params)], [d]
         x = moveaxis(x, d, 0)
         return [psum_scatter_p.bind(x, scatter_dimension=sd + 1, **params)], [0]
-    _single_vmap("psum_scatter", axis_name, own)
+    _single_vmap("psum_scatter", axis_name)
     n = trace.axis_size
     total = mul(x, n) if d is not_mapped else reduce_sum(x, d)  # the sum over the examples, then example e's slice
     if tiled:
@@ -361,11 +370,14 @@ def all_gather(x: Any, axis_name, *, axis: int = 0, tiled: bool = False) -> Any:
             [1., 2.]])
     """
     names = _names(axis_name)
-    size = _axis_size(names, "all_gather")
+    size = _one_kind(names, "all_gather")
 
     def one(leaf):
         leaf = as_tensor(leaf)
-        ax = axis % (leaf.ndim + (0 if tiled else 1)) if leaf.ndim or not tiled else axis
+        if tiled and leaf.ndim == 0:
+            raise ValueError(f"all_gather with tiled=True joins the values along an existing dim; a 0-d tensor has none"
+                             f"{where()}: use tiled=False to stack them")
+        ax = axis % (leaf.ndim + (0 if tiled else 1))
         return _bind(all_gather_p, "all_gather", leaf, names, axis=ax, tiled=tiled, axis_size=size)
 
     return jax.tree_util.tree_map(one, x)
@@ -381,7 +393,7 @@ def psum_scatter(x: Any, axis_name, *, scatter_dimension: int = 0, tiled: bool =
     tensor([11., 22.])
     """
     names = _names(axis_name)
-    size = _axis_size(names, "psum_scatter")
+    size = _one_kind(names, "psum_scatter")
     return jax.tree_util.tree_map(
         lambda leaf: _bind(psum_scatter_p, "psum_scatter", as_tensor(leaf), names,
                            scatter_dimension=scatter_dimension % max(as_tensor(leaf).ndim, 1), tiled=tiled,
@@ -402,7 +414,7 @@ def _ppermute_rule(trace, vals, dims, *, axis_name, perm):
     own = trace.axis.name
     if own not in axis_name:
         return [ppermute_p.bind(x, axis_name=axis_name, perm=perm)], [d]
-    _single_vmap("ppermute", axis_name, own)
+    _single_vmap("ppermute", axis_name)
     n = trace.axis_size
     if d is not_mapped:
         examples = [x] * n
@@ -427,7 +439,7 @@ def ppermute(x: Any, axis_name, perm) -> Any:
     """
     perm = tuple((int(s), int(t)) for s, t in perm)
     names = _names(axis_name)
-    size = _axis_size(names, "ppermute")
+    size = _one_kind(names, "ppermute")
     srcs, dsts = [s for s, _ in perm], [t for _, t in perm]
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts) or not all(0 <= i < size for i in srcs + dsts):
         raise ValueError(f"ppermute: perm must be pairs (source, destination) of distinct indices in [0, {size}) "
