@@ -49,5 +49,6 @@ from aotjax.transforms import (  # noqa: F401
                                vmap,
                                xla_compiler,
 )
+from aotjax.transforms.shard_map import shard_map  # noqa: F401,E402  (after `from aotjax.ops import *`: not the module)
 
 __version__ = "0.1.0"

@@ -28,6 +28,7 @@ from aotjax.ops import (
     resampling,
     scatter_ops,
     shape,
+    shard_map,  # registers the shard_map primitive
     sharding,
     sorting,
     statistics,
