@@ -284,8 +284,13 @@ class Aot(Jitted):
 
     def lower(self, *args, **kwargs) -> "AotLowered":
         """Trace, functionalize, build the joint and partition it for these arguments; nothing runs and
-        nothing is compiled. See `AotLowered`."""
-        return AotLowered(self._stage(args, kwargs))
+        nothing is compiled. See `AotLowered`. An argument may be a `jax.ShapeDtypeStruct`, its shape symbolic
+        (`jax.export.symbolic_shape`), for a batch-polymorphic `export()`."""
+        from aotjax.transforms.export import abstract_arguments, symbolic_errors  # NOTE: export imports jit's readers
+
+        args, kwargs = abstract_arguments(args, kwargs)
+        with symbolic_errors("aot"):
+            return AotLowered(self._stage(args, kwargs))
 
 
 def _n(n: int, what: str) -> str:
