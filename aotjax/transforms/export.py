@@ -201,6 +201,9 @@ def export(fun: Callable, *, platforms: tuple[str, ...] | None = None) -> Callab
             staged = stage_functionalized(fun, args, kwargs, (), "export", live=False)
         meta = staged.meta
         n_explicit = len(meta.groups) - len(staged.implicit)
+        if any(_symbolic_in(step.params) for spec in meta.outputs for step in spec.chain):
+            raise UnsupportedError(f"export: {fun_name(fun)} returns a view of an argument whose shape is symbolic; "
+                                   f"the view could not be replayed on a call's arguments: return a copy (`.clone()`)")
         if any(g >= n_explicit for g in meta.mutated):
             raise UnsupportedError(f"export: {fun_name(fun)} writes a tensor it captures; an exported program has no "
                                    f"caller's state to write back: pass that tensor as an argument")
@@ -296,16 +299,27 @@ def _user_index(frames) -> int:
 
 
 def _op_of(e: Exception) -> str:
-    """The aotjax function the user's code called when `e` was raised (`view`, `getitem`)."""
+    """The op the user's code called when `e` was raised (`view`, `getitem`), or the rule of an op that a transform
+    ran (`indexing.py:224`)."""
     frames = _frames(e)
-    k = _user_index(frames)
-    return frames[k + 1].name if 0 <= k < len(frames) - 1 else "an op"
+    ops = [f for f in frames[_user_index(frames) + 1:] if "/aotjax/ops/" in f.filename or f.filename.endswith(
+        "/aotjax/tensor.py")]
+    if not ops:
+        return "an op"
+    f = ops[0]
+    return f.name if f.name.isidentifier() else f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno}"
 
 
 def _user_frame(e: Exception) -> str:
     frames = _frames(e)
     k = _user_index(frames)
     return f"(at {frames[k].filename.rsplit('/', 1)[-1]}:{frames[k].lineno} ({frames[k].name}))" if k >= 0 else ""
+
+
+def _symbolic_in(params) -> bool:
+    if isinstance(params, (tuple, list)):
+        return any(_symbolic_in(p) for p in params)
+    return jax.export.is_symbolic_dim(params)
 
 
 def _check_input(name: str, arg: str, v, aval) -> None:
