@@ -181,7 +181,7 @@ def export(fun: Callable, *, platforms: tuple[str, ...] | None = None) -> Callab
     >>> b, = jax.export.symbolic_shape("b")
     >>> exp = aotjax.export(lambda x, w: (x @ w).relu().mean())(
     ...     jax.ShapeDtypeStruct((b, 3), aotjax.float32), aotjax.ones(3, 2))
-    >>> exp.call(aotjax.ones(4, 3), aotjax.ones(3, 2)), exp.call(aotjax.ones(7, 3), aotjax.ones(3, 2))
+    >>> exp.call(aotjax.ones(4, 3), aotjax.ones(3, 2)), exp.call(aotjax.ones(8, 3), aotjax.ones(3, 2))
     (tensor(3.), tensor(3.))
 
     >>> def step(x, buf):
