@@ -12,10 +12,12 @@ read): a write into a captured tensor is refused.
 **Symbolic shapes.** An argument may be a `jax.ShapeDtypeStruct` instead of a tensor: the program is traced for its
 shape and dtype only, and its shape may hold symbolic dimensions (`jax.export.symbolic_shape("b, 4")`), so that one
 export accepts every batch size (`aot(f).lower(*specs).export()` too). aotjax traces with the symbolic dimensions
-in its abstract values: elementwise ops, matmuls, reductions (`mean` included), softmax and the losses, `reshape(-1)`
-and transposes support them; an op that needs a dimension's value (`view` to given sizes, slicing, `flatten`) raises,
-naming the op. Symbolic dimensions that appear in several arguments must come from one `symbolic_shape` call (one
-`jax.export.SymbolicScope`), as in `jax.export`.
+in its abstract values: elementwise ops, matmuls, reductions (`mean` included), `nn.Linear`, softmax and
+`cross_entropy`/`mse_loss`, `reshape`/`view` with -1, and transposes support them, with their derivatives; an op that
+needs a dimension's value (slicing, `flatten` of a symbolic size) raises, naming the op. A symbolic-shaped tensor is
+taken as contiguous where its PyTorch strides cannot be decided. An output that is a view of a symbolic-shaped
+argument is refused (return a copy). Symbolic dimensions that appear in several arguments must come from one
+`symbolic_shape` call (one `jax.export.SymbolicScope`), as in `jax.export`.
 """
 from __future__ import annotations
 
