@@ -75,7 +75,15 @@ PROGRAM = textwrap.dedent("""
     close(cx, px); close(cw, pw)
     assert cx.sharding == rows and cw.sharding == rep
 
-    # 4. aot_module: parameters and buffers replicated, the batch sharded
+    # 4. one aot function called on one device, then over the mesh: a program per layout, as jax.jit compiles
+    h = aotjax.aot(lambda x, w: ((x @ w).tanh() ** 2).sum())
+    g_one = aotjax.grad(h, argnums=(0, 1))(aotjax.tensor(X), aotjax.tensor(W))
+    g_mesh = aotjax.grad(h, argnums=(0, 1))(aotjax.device_put(aotjax.tensor(X), rows),
+                                            aotjax.device_put(aotjax.tensor(W), rep))
+    assert len(g_one[0].devices()) == 1 and g_mesh[0].sharding == rows and g_mesh[1].sharding == rep
+    close(g_one[0], g_mesh[0]); close(g_one[1], g_mesh[1])
+
+    # 5. aot_module: parameters and buffers replicated, the batch sharded
     aotjax.manual_seed(0)
     model = nn.Linear(3, 2)
     step = aotjax.aot_module(model, in_shardings=(rep, rep, rows), out_shardings=rows)

@@ -194,7 +194,7 @@ class _AotEntry(AotEntry):
     program (decomposed, written inputs donated), the plain call's program and the inference program;
     per set of differentiated inputs, the joint, the partition and the forward and backward programs."""
 
-    def __init__(self, staged: Staged, pure: ClosedJaxpr, plain: _Entry, aot: "Aot", shardings: tuple = ((), ())):
+    def __init__(self, staged: Staged, pure: ClosedJaxpr, plain: _Entry, aot: "Aot", shardings: tuple | None = None):
         self.staged, self.pure, self.plain, self.aot = staged, pure, plain, aot
         self.shardings = shardings  # the requested (input, output) shardings of the pure program
         option = "inference_compiler" if aot.inference_compiler is not None else "fw_compiler"

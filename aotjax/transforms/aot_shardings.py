@@ -2,18 +2,20 @@
 devices without them.
 
 XLA's executables are compiled for the shardings of their inputs; `aot`'s default compiler gets only shapes and
-dtypes, so its programs are compiled by XLA **on their first call**, for the shardings they should take
-(`PlacedExecutable`):
+dtypes, so its programs are compiled by XLA **when they are called**, for the shardings they should take, one
+executable per layout of their inputs (`PlacedExecutable`, as `jax.jit` compiles once per input sharding):
 
-    forward     each primal: the requested `in_shardings` entry, else the sharding of the first argument it got;
+    forward     each primal: the requested `in_shardings` entry, else the sharding of the argument it gets;
                 the user's outputs: `out_shardings` (None: as XLA decides); a written input's new value: that
                 input's sharding (written back, it keeps it); residuals: as XLA decides
-    backward    residuals: as the compiled forward returned them (a residual that is a primal: that primal's);
-                cotangents: as the forward returned their outputs; input cotangents: the primals' shardings
+    backward    the residuals as the compiled forward returned them (a residual that is a primal: that primal's, as
+                the forward took it); each cotangent as the forward returned its output; input cotangents: the
+                primals' shardings
     inference   as the forward, for the plain program a transform's eager call runs
 
-A later call whose inputs have other shardings gets them moved (`jax.device_put`) to the compiled ones before the
-call: an incoming cotangent laid out another way (a `grad` seed on one device, say) is resharded, never an error.
+An input whose layout is not the one the executable was compiled for (an incoming cotangent laid out another way,
+a `grad` seed on one device, say; an argument against a requested sharding) is moved there with `jax.device_put`
+before the call, never an error.
 """
 from __future__ import annotations
 
@@ -29,57 +31,70 @@ from aotjax.transforms.jit import _constrained, program_shardings
 
 __all__ = ["PlacedExecutable", "aot_shardings", "placed_programs"]
 
+Plan = Callable[[Sequence], tuple[list, Callable[[list], list]]]
+
 
 class PlacedExecutable:
-    """A pure program compiled by XLA on its first call (see the module's docstring). `in_shardings(vals)` gives the
-    shardings to compile for, one per input (None: the argument's own), `out_shardings(inputs)` one per output from
-    the compiled inputs' shardings (None: as XLA decides). `input_shardings`/`output_shardings` are the compiled
-    program's (compiling it for its requested shardings, when no call has yet)."""
+    """A pure program compiled by XLA when called, once per layout of its inputs (see the module's docstring).
+    `plan(vals)` gives, for a call's values, the sharding to compile each input for (None: the value's own) and a
+    function from the inputs' shardings to each output's (None: as XLA decides). `input_shardings` and
+    `output_shardings` are those of the executable compiled last (compiling one for the planned shardings, on the
+    default device where none is planned, when none is yet)."""
 
-    def __init__(self, jaxpr: ClosedJaxpr, in_shardings: Callable[[Sequence], list] | None = None,
-                 out_shardings: Callable[[list], list] | None = None):
+    def __init__(self, jaxpr: ClosedJaxpr, plan: Plan | None = None):
         self.jaxpr = jaxpr
-        self._in = in_shardings or (lambda vals: [None] * len(jaxpr.in_avals))
-        self._out = out_shardings or (lambda inputs: [None] * len(jaxpr.out_avals))
-        self._compiled = None
-        self._want: tuple = ()
+        self._plan = plan or self._free
+        self._variants: dict = {}  # the inputs' shardings -> the executable compiled for them
+        self._last = None
+
+    def _free(self, vals) -> tuple[list, Callable[[list], list]]:
+        return [None] * len(self.jaxpr.in_avals), lambda inputs: [None] * len(self.jaxpr.out_avals)
 
     def __call__(self, *vals) -> list:
-        compiled = self._compiled or self._compile(vals)
-        return list(compiled(*[v if _placed(v, s) else jax.device_put(v, s) for v, s in zip(vals, self._want)]))
+        requested, outputs = self._plan(vals)
+        key = tuple(s if s is not None else _sharding_of(v) for s, v in zip(requested, vals, strict=True))
+        compiled = self._variants.get(key) or self._compile(key, outputs)
+        want = compiled.input_shardings[0]
+        return list(compiled(*[v if _placed(v, s) else jax.device_put(v, s) for v, s in zip(vals, want)]))
 
-    def _compile(self, vals: Sequence | None):
-        requested = self._in(vals)
-        if vals is not None:
-            requested = [s if s is not None else getattr(v, "sharding", None) for s, v in zip(requested, vals)]
+    def _compile(self, key: tuple, outputs: Callable[[list], list]):
         structs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s)
-                   for a, s in zip(self.jaxpr.in_avals, requested, strict=True)]
+                   for a, s in zip(self.jaxpr.in_avals, key, strict=True)]
         fn = flat_function(self.jaxpr)
-        outs = self._out(requested)
-        if any(s is not None for s in outs):
-            fn = _constrained(fn, outs)
+        out_shardings = outputs(list(key))
+        if any(s is not None for s in out_shardings):
+            fn = _constrained(fn, out_shardings)
         compiled = jax.jit(fn, donate_argnums=self.jaxpr.meta.donate).lower(*structs).compile()
-        self._want = tuple(compiled.input_shardings[0])
-        self._compiled = compiled
+        self._last = compiled = self._variants.setdefault(key, compiled)  # NOTE: threads: a race compiles twice
         return compiled
+
+    def _any(self):
+        if self._last is None:
+            requested, outputs = self._plan(None)
+            self._compile(tuple(requested), outputs)
+        return self._last
+
+    def variants(self) -> list:
+        """The executables compiled so far."""
+        return list(self._variants.values())
 
     @property
     def input_shardings(self) -> tuple:
-        return tuple((self._compiled or self._compile(None)).input_shardings[0])
+        return tuple(self._any().input_shardings[0])
 
     @property
     def output_shardings(self) -> tuple:
-        return tuple((self._compiled or self._compile(None)).output_shardings)
-
-    @property
-    def compiled(self) -> bool:
-        return self._compiled is not None
+        return tuple(self._any().output_shardings)
 
     def cost_analysis(self):
-        return (self._compiled or self._compile(None)).cost_analysis()
+        return self._any().cost_analysis()
 
     def memory_analysis(self):
-        return (self._compiled or self._compile(None)).memory_analysis()
+        return self._any().memory_analysis()
+
+
+def _sharding_of(v):
+    return v.sharding if isinstance(v, jax.Array) else None
 
 
 def _placed(v, sharding) -> bool:
@@ -123,60 +138,66 @@ def _outputs_keeping(meta, requested_out: list, n_returned: int) -> Callable[[li
 
 
 def placed_programs(entry, vjp=None) -> None:
-    """Hand `entry`'s programs compiled by the default compiler (`xla_compiler`: the inference program, and `vjp`'s
-    forward and backward) to `PlacedExecutable`s, for the shardings of the module's docstring. A program compiled by
-    a user's compiler, or with run-time checks, is left as it is."""
-    requested_in, requested_out = entry.shardings
-    meta = entry.staged.meta
+    """Hand `entry`'s programs that the default compiler (`xla_compiler`) compiles, the inference program, and `vjp`'s
+    forward and backward when given, to `PlacedExecutable`s, for the shardings of the module's docstring. A program
+    a user's compiler compiles, or one with run-time checks, is left as it is."""
+    aot, meta = entry.aot, entry.staged.meta
+    requested_in, requested_out = entry.shardings or ([None] * len(meta.groups), [None] * len(meta.layout))
     if vjp is None:
-        program = entry.inference
-        if _default(program):
-            placed = PlacedExecutable(program.jaxpr, lambda vals: list(requested_in),
-                                      _outputs_keeping(meta, requested_out, 0))
-            program.compiler = _as_compiler(program.compiler, placed)
+        if aot.inference_compiler is None and _default(aot.fw_compiler, entry.inference):
+            plan = _fixed(requested_in, _outputs_keeping(meta, requested_out, 0))
+            _place(entry.inference, PlacedExecutable(entry.inference.jaxpr, plan))
         return
     forward, backward = vjp.forward, vjp.backward
-    if not (_default(forward) and _default(backward)):
+    if not (_default(aot.fw_compiler, forward) and _default(aot.bw_compiler, backward)):
         return
     n_returned = len(forward.jaxpr.out_avals) - len(meta.layout)
-    fw = PlacedExecutable(forward.jaxpr, lambda vals: list(requested_in),
-                          _outputs_keeping(meta, requested_out, n_returned))
-    forward.compiler = _as_compiler(forward.compiler, fw)
-    backward.compiler = _as_compiler(backward.compiler, PlacedExecutable(
-        backward.jaxpr, lambda vals: _backward_inputs(fw, vjp, vals), lambda inputs: _backward_outputs(fw, vjp)))
+    fw = PlacedExecutable(forward.jaxpr, _fixed(requested_in, _outputs_keeping(meta, requested_out, n_returned)))
+    _place(forward, fw)
+    _place(backward, PlacedExecutable(backward.jaxpr, lambda vals: _backward_plan(fw, vjp, vals)))
 
 
-def _backward_inputs(fw: PlacedExecutable, vjp, vals) -> list:
-    """The backward's input shardings: residuals and cotangents as the compiled forward gives them (when it ran)."""
-    if not fw.compiled:
-        return [None] * (vjp.n_residuals + sum(vjp.diff_out))
-    ins, outs = fw.input_shardings, fw.output_shardings
+def _fixed(requested_in: list, outputs: Callable[[list], list]) -> Plan:
+    return lambda vals: (list(requested_in), outputs)
+
+
+def _backward_plan(fw: PlacedExecutable, vjp, vals) -> tuple[list, Callable[[list], list]]:
+    """The backward's shardings, from the forward's executable that returned these residuals (the one compiled last
+    when none did): residuals and cotangents as it gives them, input cotangents as it took the primals."""
     n_out = len(vjp.diff_out)
-    returned = iter(outs[n_out:])
-    residuals = [ins[i] if i is not None else next(returned) for i in vjp.saved_inputs]
-    return residuals + [s for s, d in zip(outs[:n_out], vjp.diff_out, strict=True) if d]
+    returned = [k for k, i in enumerate(vjp.saved_inputs) if i is None]
+    variant = None if vals is None else _returning(fw.variants(), [vals[k] for k in returned], n_out)
+    if variant is None and fw.variants():
+        variant = fw._any()
+    if variant is None:  # NOTE: the backward called before any forward (by hand): as its arguments are
+        return [None] * len(vjp.backward.jaxpr.in_avals), lambda inputs: [None] * sum(vjp.diff_in)
+    ins, outs = variant.input_shardings[0], variant.output_shardings
+    returned_outs = iter(outs[n_out:])
+    residuals = [ins[i] if i is not None else next(returned_outs) for i in vjp.saved_inputs]
+    cotangents = [s for s, d in zip(outs[:n_out], vjp.diff_out, strict=True) if d]
+    input_cotangents = [s for s, d in zip(ins, vjp.diff_in, strict=True) if d]
+    return residuals + cotangents, lambda inputs: input_cotangents
 
 
-def _backward_outputs(fw: PlacedExecutable, vjp) -> list:
-    """The input cotangents' shardings: the primals' (when the forward ran)."""
-    if not fw.compiled:
-        return [None] * sum(vjp.diff_in)
-    return [s for s, d in zip(fw.input_shardings, vjp.diff_in, strict=True) if d]
+def _returning(variants: list, residuals: list, n_out: int):
+    """The forward executable among `variants` whose returned residuals are laid out as `residuals` are."""
+    for compiled in reversed(variants):
+        outs = compiled.output_shardings[n_out:]
+        if all(_placed(v, s) for v, s in zip(residuals, outs, strict=True)):
+            return compiled
+    return None
 
 
-def _default(program) -> bool:
-    compiler = getattr(program.compiler, "args", (None, None))[1]  # NOTE: `_as_pass` partials: (name, compiler)
+def _default(compiler, program) -> bool:
     return compiler is xla_compiler and not has_checks(program.jaxpr)
 
 
-def _as_compiler(compiler, placed: PlacedExecutable):
-    """`compiler` (a pass-logged `xla_compiler`), making `placed` for its own program and compiling any other it is
-    given (the program batched under `vmap`) as a `PlacedExecutable` of the arguments' shardings."""
-    name = compiler.args[0]
+def _place(program, placed: PlacedExecutable) -> None:
+    """`program` compiled (as the pass `aot: lower <name>`) into `placed`; a program made from it for other inputs
+    (batched under `vmap`) into a `PlacedExecutable` of its arguments' shardings."""
     from aotjax.transforms.aot import _as_pass  # NOTE: aot imports this module: its pass wrapper, at use
 
-    def compile_placed(jaxpr, example_avals):
+    def xla_compiler_placed(jaxpr, example_avals):
         return placed if jaxpr is placed.jaxpr else PlacedExecutable(jaxpr)
 
-    compile_placed.__name__ = "xla_compiler"
-    return _as_pass(name, compile_placed)
+    program.compiler = _as_pass(f"aot: lower {program.name}", xla_compiler_placed)

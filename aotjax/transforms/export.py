@@ -263,6 +263,8 @@ def abstract_arguments(args, kwargs) -> tuple:
         t._aval = ShapedArray(tuple(x.shape), canonicalize_dtype(x.dtype))
         return t
 
+    if not any(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree_util.tree_leaves((args, kwargs))):
+        return args, kwargs  # NOTE: as they are: a pytree rebuilt (a module, say) would be another object
     return jax.tree_util.tree_map(placeholder, (tuple(args), dict(kwargs)))
 
 
