@@ -369,7 +369,12 @@ def record_layout(prim: Primitive, operands, outs: list, params: dict) -> list:
     elif prim.layout_rule is not None:
         for o in outs:
             shape = tuple(o.shape)
-            strides = prim.layout_rule(operands, shape, **params)
+            try:
+                strides = prim.layout_rule(operands, shape, **params)
+            except Exception:
+                if all(type(d) is int for d in shape):
+                    raise
+                strides = None  # NOTE: symbolic sizes (batch-polymorphic export): the result is taken as contiguous
             if strides is not None and tuple(strides) != contiguous_strides(shape):
                 o._strides = tuple(strides)
     return outs

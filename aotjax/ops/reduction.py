@@ -231,8 +231,13 @@ def _axes(op: str, x, dim) -> tuple[int, ...]:
     return axes if x.ndim else ()
 
 
-def _count(x, axes) -> int:
-    return math.prod(x.shape[a] for a in axes)
+def _count(x, axes, dtype=None):
+    n = math.prod(x.shape[a] for a in axes)
+    if dtype is None or isinstance(n, int):
+        return n
+    # NOTE: a symbolic size (a batch-polymorphic export): counted by the program, as jax does with its dimensions
+    ones = expand_p.bind(convert(as_tensor(1), dtype), shape=tuple(x.shape[a] for a in axes))
+    return reduce_sum_p.bind(ones, axes=tuple(range(len(axes))), keepdims=False)
 
 
 def _int_to_default(x, dtype, op: str):
@@ -293,7 +298,7 @@ def mean(x, dim=None, keepdim: bool = False, *, dtype=None):
     x = _require_float("mean", x, dtype)
     axes = _axes("mean", x, dim)
     total = reduce_sum_p.bind(_compute(x), axes=axes, keepdims=bool(keepdim))
-    return convert(total / _count(x, axes), x.dtype)
+    return convert(total / _count(x, axes, total.dtype), x.dtype)
 
 
 def cumsum(x, dim: int, *, dtype=None):
