@@ -1,0 +1,265 @@
+"""PyTorch ops that are short compositions of other ops: `logical_xor`, `true_divide`, `ldexp`, `positive`, the
+trapezoid rule (`trapezoid trapz cumulative_trapezoid`), `renorm`, `sum_to_size`, `unravel_index`, `scalar_tensor`,
+`constant_pad_nd`, `pinverse`, `unsafe_chunk`/`unsafe_split`, and the `*_copy` forms of the views (`t_copy`,
+`diagonal_copy`, ...: the view's values in a new contiguous tensor). No primitive of their own: every rule (jvp,
+transpose, batching) is that of the ops they are made of.
+
+>>> aotjax.trapezoid(aotjax.tensor([1.0, 2.0, 3.0]))
+tensor(4.)
+"""
+from __future__ import annotations
+
+from aotjax.core.errors import DTypeError, ShapeError
+from aotjax.core.source_info import where
+from aotjax.ops import decompositions, resampling, views
+from aotjax.ops._frontend import as_tensor, canonical_dim
+from aotjax.ops.arrangement import split_with_sizes
+from aotjax.ops.creation import tensor
+from aotjax.ops.elementwise import add, div, div_, floor_divide, mul, ne, pow, remainder
+from aotjax.ops.elementwise import where as where_
+from aotjax.ops.pointwise import _alias, _inplace_of
+from aotjax.ops.promotion import default_float_dtype, default_int_dtype, is_float
+from aotjax.ops.reduction import cumsum, sum
+from aotjax.ops.shape import clone
+from aotjax.ops.statistics import norm
+from aotjax.tensor import Tensor, method
+
+__all__ = ["logical_xor", "logical_xor_", "true_divide", "true_divide_", "ldexp", "ldexp_", "positive", "trapezoid",
+           "trapz", "cumulative_trapezoid", "renorm", "renorm_", "unravel_index", "scalar_tensor", "constant_pad_nd",
+           "pinverse", "unsafe_chunk", "unsafe_split"]
+
+
+def logical_xor(x, other):
+    """Whether exactly one of `x`, `other` is nonzero (bool).
+
+    >>> aotjax.logical_xor(aotjax.tensor([0.0, 1.0, 2.0]), aotjax.tensor([1, 1, 0]))
+    tensor([ True, False,  True])
+    """
+    return ne(ne(as_tensor(x), 0), ne(as_tensor(other), 0))
+
+
+def ldexp(x, other):
+    """`x * 2 ** other` (a float result).
+
+    >>> aotjax.ldexp(aotjax.tensor([1.0, 3.0]), aotjax.tensor([2, -1]))
+    tensor([4. , 1.5])
+    """
+    return mul(x, pow(2.0, as_tensor(other)))
+
+
+def positive(x):
+    """`x` itself (`+x`); PyTorch refuses bool tensors.
+
+    >>> x = aotjax.tensor([1.0, -2.0])
+    >>> aotjax.positive(x) is x
+    True
+    """
+    if as_tensor(x).dtype == bool:
+        raise DTypeError(f"positive: not supported for bool tensors{where()}; use x itself, or x.int()")
+    return x
+
+
+logical_xor_ = _inplace_of(logical_xor, "logical_xor_", "aotjax.tensor([1.0, 1.0, 0.0])")
+ldexp_ = _inplace_of(ldexp, "ldexp_", "aotjax.tensor([1, 0, 2])")
+true_divide = _alias(div, "true_divide")
+true_divide_ = _alias(div_, "true_divide_")
+
+
+# -- the trapezoid rule ---------------------------------------------------------------------------------------------
+def _trapezoids(y, x, dx, dim: int):
+    """The area of each trapezoid along `dim`: (y[i] + y[i+1]) / 2 * (x[i+1] - x[i]) (or `dx`)."""
+    y = as_tensor(y)
+    d = canonical_dim(dim, y.ndim, "trapezoid")
+    n = max(y.shape[d] - 1, 0)
+    mid = div(add(views.narrow(y, d, 0, n), views.narrow(y, d, min(1, y.shape[d]), n)), 2)
+    if x is None:
+        return mul(mid, 1 if dx is None else dx)
+    x = as_tensor(x)
+    if x.ndim == 1:  # spacing along `dim`, broadcast over the other dims
+        if x.shape[0] != y.shape[d]:
+            raise ShapeError(f"trapezoid: x has {x.shape[0]} points but y has {y.shape[d]} along dim {dim}{where()}")
+        x = views.view(x, *[-1 if i == d else 1 for i in range(y.ndim)])
+    steps = add(views.narrow(x, d, min(1, x.shape[d]), n), views.narrow(x, d, 0, n), alpha=-1)
+    return mul(mid, steps)
+
+
+def trapezoid(y, x=None, *, dx=None, dim: int = -1):
+    """The integral of `y` along `dim` by the trapezoid rule, with sample points `x` (1-D, or `y`'s shape) or a
+    constant spacing `dx` (default 1).
+
+    >>> aotjax.trapezoid(aotjax.tensor([1.0, 2.0, 3.0]), aotjax.tensor([0.0, 1.0, 3.0]))
+    tensor(6.5)
+    """
+    return sum(_trapezoids(y, x, dx, dim), dim)
+
+
+def trapz(y, x=None, *, dx=None, dim: int = -1):
+    """`trapezoid` (NumPy's older name).
+
+    >>> aotjax.trapz(aotjax.tensor([1.0, 2.0, 3.0]), dx=2.0)
+    tensor(8.)
+    """
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1):
+    """The running integral of `y` along `dim` by the trapezoid rule (one element fewer than `y` along `dim`).
+
+    >>> aotjax.cumulative_trapezoid(aotjax.tensor([1.0, 2.0, 3.0]))
+    tensor([1.5, 4. ])
+    """
+    return cumsum(_trapezoids(y, x, dx, dim), dim)
+
+
+# -- reductions and shapes ------------------------------------------------------------------------------------------
+def renorm(x, p, dim: int, maxnorm):
+    """`x` with each slice along `dim` whose `p`-norm exceeds `maxnorm` scaled down to norm `maxnorm`.
+
+    >>> aotjax.renorm(aotjax.tensor([[3.0, 4.0], [0.3, 0.4]]), 2, 0, 1.0)
+    tensor([[0.6, 0.8],
+            [0.3, 0.4]])
+    """
+    x = as_tensor(x)
+    if not is_float(x.dtype):
+        raise DTypeError(f"renorm: expected a floating-point tensor, got {x.aval.str_short()}{where()}")
+    if x.ndim < 2:
+        raise ShapeError(f"renorm: expected a tensor of at least 2 dims, got {x.aval.str_short()}{where()}")
+    d = canonical_dim(dim, x.ndim, "renorm")
+    norms = norm(x, p, dim=tuple(i for i in range(x.ndim) if i != d), keepdim=True)
+    # NOTE: PyTorch's factor, with its 1e-7 guard, so that results match to the last bit.
+    return mul(x, where_(norms > maxnorm, div(maxnorm, add(norms, 1e-7)), 1.0))
+
+
+renorm_ = _inplace_of(renorm, "renorm_")
+renorm_.__doc__ = """In-place `renorm`: writes the result into `x` (through any view, into its base) and returns `x`.
+
+    >>> x = aotjax.tensor([[3.0, 4.0]])
+    >>> x.renorm_(2, 0, 1.0) is x, [round(v, 4) for v in x[0].tolist()]
+    (True, [0.6, 0.8])
+    """
+
+
+def _sum_to_size(x, *size):
+    """`x` summed down to `size` (which `x` must broadcast from): PyTorch's reduction of a broadcast gradient.
+
+    >>> aotjax.ones(2, 3).sum_to_size(1, 3)
+    tensor([[2., 2., 2.]])
+    """
+    size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    extra = x.ndim - len(size)
+    if extra < 0 or any(s not in (1, n) for s, n in zip(size, x.shape[extra:])):
+        raise ShapeError(f"sum_to_size: size {tuple(size)} is not expandable to the tensor's shape {x.shape}{where()}")
+    out = sum(x, tuple(range(extra))) if extra else x
+    dims = tuple(i for i, (s, n) in enumerate(zip(size, out.shape)) if s == 1 and n != 1)
+    return sum(out, dims, keepdim=True) if dims else out
+
+
+method(_sum_to_size, "sum_to_size")
+
+
+def unravel_index(indices, shape):
+    """The coordinates in an array of `shape` of each flat index of `indices`, as a tuple of tensors (one per dim of
+    `shape`); negative indices count from the end.
+
+    >>> [t.tolist() for t in aotjax.unravel_index(aotjax.tensor([4, 1, -1]), (2, 3))]
+    [[1, 0, 1], [1, 1, 2]]
+    """
+    indices = as_tensor(indices)
+    if is_float(indices.dtype) or indices.dtype == bool:
+        raise DTypeError(f"unravel_index: expected integer indices, got {indices.aval.str_short()}{where()}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    numel = strides[0] * shape[0] if shape else 1
+    flat = where_(indices < 0, add(indices, numel), indices).to(default_int_dtype())
+    # NOTE: one division and one remainder for every dim at once, then the coordinates as views of that result
+    # (as PyTorch returns them).
+    coords = remainder(floor_divide(flat.unsqueeze(-1), tensor(strides)), tensor(list(shape)))
+    return views.unbind(coords, -1)
+
+
+def scalar_tensor(s, *, dtype=None, device=None):
+    """A 0-d tensor holding `s`, of the default float dtype unless `dtype` says otherwise (as PyTorch; `device` is
+    accepted for compatibility).
+
+    >>> aotjax.scalar_tensor(3)
+    tensor(3.)
+    """
+    return tensor(s, dtype=dtype or default_float_dtype())
+
+
+def constant_pad_nd(input, pad, value=0):
+    """`input` padded with `value` (`torch.nn.functional.pad` with `mode='constant'`; negative sizes crop).
+
+    >>> aotjax.constant_pad_nd(aotjax.tensor([1.0, 2.0]), (1, 0), 9.0)
+    tensor([9., 1., 2.])
+    """
+    return resampling.pad(input, pad, "constant", value)
+
+
+def pinverse(x, rcond: float = 1e-15):
+    """The Moore-Penrose pseudo-inverse, singular values below `rcond` times the largest set to zero
+    (`torch.pinverse`; `aotjax.linalg.pinv` is the newer form).
+
+    >>> aotjax.pinverse(aotjax.tensor([[2.0, 0.0], [0.0, 0.0]]))
+    tensor([[0.5, 0. ],
+            [0. , 0. ]])
+    """
+    return decompositions.pinv(x, rtol=rcond)
+
+
+def unsafe_chunk(x, chunks: int, dim: int = 0):
+    """`chunk` (PyTorch's form that skips autograd's version checks; the same views here).
+
+    >>> [c.tolist() for c in aotjax.unsafe_chunk(aotjax.tensor([1, 2, 3]), 2)]
+    [[1, 2], [3]]
+    """
+    return views.chunk(x, chunks, dim)
+
+
+def unsafe_split(x, split_size, dim: int = 0):
+    """`split` (PyTorch's form that skips autograd's version checks; the same views here).
+
+    >>> [c.tolist() for c in aotjax.unsafe_split(aotjax.tensor([1, 2, 3]), 2)]
+    [[1, 2], [3]]
+    """
+    return views.split(x, split_size, dim)
+
+
+for _fn in (logical_xor, logical_xor_, true_divide, true_divide_, ldexp, ldexp_, positive, renorm, renorm_, pinverse,
+            unsafe_chunk, unsafe_split):
+    method(_fn)
+
+
+# -- the *_copy forms of the views -------------------------------------------------------------------------------
+def _copy_form(view_fn, name: str, example: str, expected: str):
+    """`torch.<view>_copy`: the view's values in a new contiguous tensor (sequences of views: a tuple of them)."""
+    def copy_op(x, *args, **kwargs):
+        out = view_fn(x, *args, **kwargs)
+        if isinstance(out, (tuple, list)):
+            return tuple(clone(o, memory_format="contiguous") for o in out)
+        return clone(out, memory_format="contiguous")
+    copy_op.__name__ = copy_op.__qualname__ = name
+    copy_op.__doc__ = (f"`{view_fn.__name__.lstrip('_')}` as a copy: the view's values in a new contiguous tensor "
+                       f"that shares nothing with `x`.\n\n    >>> aotjax.{name}({example})\n    {expected}\n    ")
+    return copy_op
+
+
+_COPIES = {
+    "alias_copy": (views.alias, "aotjax.tensor([1.0])", "tensor([1.])"),
+    "t_copy": (views.t, "aotjax.tensor([[1, 2]])", "tensor([[1],\n            [2]])"),
+    "transpose_copy": (views.transpose, "aotjax.tensor([[1, 2]]), 0, 1", "tensor([[1],\n            [2]])"),
+    "permute_copy": (views.permute, "aotjax.tensor([[1, 2]]), (1, 0)", "tensor([[1],\n            [2]])"),
+    "diagonal_copy": (views.diagonal, "aotjax.tensor([[1, 2], [3, 4]])", "tensor([1, 4])"),
+    "expand_copy": (views.expand, "aotjax.tensor([1, 2]), (2, 2)", "tensor([[1, 2],\n            [1, 2]])"),
+    "squeeze_copy": (views.squeeze, "aotjax.tensor([[1, 2]])", "tensor([1, 2])"),
+    "unsqueeze_copy": (views.unsqueeze, "aotjax.tensor([1, 2]), 0", "tensor([[1, 2]])"),
+    "view_copy": (views.view, "aotjax.tensor([1, 2]), 2, 1", "tensor([[1],\n            [2]])"),
+    "unbind_copy": (views.unbind, "aotjax.tensor([[1, 2]])", "(tensor([1, 2]),)"),
+    "unfold_copy": (Tensor.unfold, "aotjax.tensor([1, 2, 3]), 0, 2, 1", "tensor([[1, 2],\n            [2, 3]])"),
+    "split_with_sizes_copy": (split_with_sizes, "aotjax.tensor([1, 2, 3]), [1, 2]", "(tensor([1]), tensor([2, 3]))"),
+}
+for _name, (_view, _example, _expected) in _COPIES.items():
+    globals()[_name] = _copy_form(_view, _name, _example, _expected)
+    __all__.append(_name)

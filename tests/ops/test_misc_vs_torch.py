@@ -1,0 +1,141 @@
+"""The compositions of aotjax/ops/misc_ops.py against PyTorch: values and dtype kinds eagerly, the in-place forms,
+the `*_copy` forms (new contiguous tensors), one compiled program and one vjp against torch's autograd, and
+torch's errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import aotjax
+from aotjax.core.errors import DTypeError, ShapeError
+from tests.helpers import FLOAT, X64
+from tests.op_records import as_np
+
+TOL = 1e-9 if X64 else 1e-5
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((3, 4)).astype(FLOAT)
+B = RNG.standard_normal((3, 4)).astype(FLOAT)
+XS = np.array([0.0, 0.5, 1.5, 3.0], FLOAT)
+IDX = np.array([[0, 5], [-1, 11]], np.int32)
+
+# name -> (arguments, as numpy arrays or Python values, keyword arguments); the same call on torch and aotjax.
+CASES = {
+    "logical_xor": [((A, np.array([0, 3, 0, 1], np.int32)), {})],
+    "true_divide": [((A, B), {}), ((np.array([3, 4], np.int32), 2), {})],
+    "ldexp": [((A, np.array([1, -2, 0, 3], np.int32)), {})],
+    "positive": [((A,), {})],
+    "trapezoid": [((A, XS), {}), ((A,), dict(dx=0.5, dim=0)), ((np.array([[1], [2], [4]], np.int32),), {})],
+    "trapz": [((A, XS), {})],
+    "cumulative_trapezoid": [((A, B), dict(dim=0))],
+    "renorm": [((A, 2, 0, 1.0), {}), ((A, float("inf"), -1, 0.7), {})],
+    "unravel_index": [((IDX, (3, 4)), {})],
+    "scalar_tensor": [((3,), {}), ((2.5,), dict(dtype="int"))],
+    "constant_pad_nd": [((A, (1, 2, 0, 1), 7.0), {})],
+    "pinverse": [((A,), {})],
+    "unsafe_chunk": [((A, 3, 1), {})],
+    "unsafe_split": [((A, 2), {})],
+    "t_copy": [((A,), {})],
+    "transpose_copy": [((A, 0, 1), {})],
+    "permute_copy": [((A, (1, 0)), {})],
+    "diagonal_copy": [((A,), dict(offset=1))],
+    "expand_copy": [((A[:1], (3, 4)), {})],
+    "squeeze_copy": [((A[:1],), {})],
+    "unsqueeze_copy": [((A, 1), {})],
+    "view_copy": [((A, (4, 3)), {})],
+    "unbind_copy": [((A,), dict(dim=1))],
+    "unfold_copy": [((A, 1, 2, 1), {})],
+    "split_with_sizes_copy": [((A, [1, 3], 1), {})],
+    "alias_copy": [((A,), {})],
+}
+DTYPES = {"int": (aotjax.int32, torch.int32)}
+
+
+def _convert(arg, lib):
+    if isinstance(arg, np.ndarray):
+        return torch.tensor(arg) if lib is torch else aotjax.tensor(arg)
+    return arg
+
+
+def _check(got, want, strides=True):
+    if isinstance(want, (tuple, list)):
+        assert isinstance(got, (tuple, list)) and len(got) == len(want)
+        return [_check(g, w, strides) for g, w in zip(got, want)]
+    want_np = want.numpy()
+    got_np = as_np(got)
+    assert got_np.shape == want_np.shape, (got_np.shape, want_np.shape)
+    assert got_np.dtype.kind == want_np.dtype.kind, (got.dtype, want.dtype)
+    np.testing.assert_allclose(got_np, want_np, rtol=TOL, atol=TOL)
+    if strides and want.ndim:  # the strides torch gives its result (the *_copy forms: contiguous)
+        assert got.stride() == want.stride(), (got.stride(), want.stride())
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_torch(name):
+    for args, kwargs in CASES[name]:
+        kw_t = {k: DTYPES[v][1] if k == "dtype" else v for k, v in kwargs.items()}
+        kw_a = {k: DTYPES[v][0] if k == "dtype" else v for k, v in kwargs.items()}
+        want = getattr(torch, name)(*[_convert(a, torch) for a in args], **kw_t)
+        got = getattr(aotjax, name)(*[_convert(a, aotjax) for a in args], **kw_a)
+        _check(got, want)
+
+
+def test_tensor_methods_and_inplace_forms():
+    x, y = aotjax.tensor(A), torch.tensor(A)
+    _check(x.sum_to_size(1, 4), y.sum_to_size(1, 4))
+    _check(x.sum_to_size((4,)), y.sum_to_size((4,)))
+    assert aotjax.Tensor.renorm is aotjax.renorm and aotjax.Tensor.pinverse is aotjax.pinverse
+    assert aotjax.positive(x) is x and x.positive() is x
+    for name, other in [("logical_xor_", B), ("ldexp_", np.array([1, 0, -1, 2], np.int32)), ("true_divide_", B),
+                        ("renorm_", None)]:
+        x, y = aotjax.tensor(A), torch.tensor(A)
+        view_x, view_y = x[1:], y[1:]  # written through a view: the base sees it
+        other = None if other is None else other[-view_x.shape[-2]:] if other.ndim == 2 else other
+        assert getattr(view_x, name)(*((2, 0, 0.5) if other is None else (_convert(other, aotjax),))) is view_x
+        getattr(view_y, name)(*((2, 0, 0.5) if other is None else (_convert(other, torch),)))
+        _check(x, y)
+
+
+def test_copy_forms_share_nothing():
+    x = aotjax.tensor(A)
+    for out in (aotjax.t_copy(x), aotjax.diagonal_copy(x), aotjax.expand_copy(x[:1], (2, 4)),
+                *aotjax.unbind_copy(x)):
+        out.fill_(0.0)
+    np.testing.assert_array_equal(as_np(x), A)
+
+
+def test_compiled_differentiated_and_batched_like_torch():
+    def f(lib, y, xs, w):
+        area = lib.trapezoid(y * w, xs) + lib.cumulative_trapezoid(y, dim=0).sum()
+        return (lib.renorm(y, 2, 0, 1.0) * lib.ldexp(w, lib.tensor([1, 0, 2, 1]))).sum() + area.sum()
+
+    def g(y, xs, w):  # one compiled program: f, its gradient, and f's parts under vmap
+        rows = aotjax.vmap(lambda r: aotjax.trapezoid(r, xs) + aotjax.renorm(r[None], 2, 0, 1.0).sum())(y)
+        return f(aotjax, y, xs, w), rows
+
+    args = [A, XS, B]
+    step = aotjax.jit(aotjax.value_and_grad(g, argnums=(0, 1, 2), has_aux=True))
+    (value, rows), grads = step(*[aotjax.tensor(a) for a in args])
+    want_args = [torch.tensor(a, requires_grad=True) for a in args]
+    want = f(torch, *want_args)
+    np.testing.assert_allclose(as_np(value), want.detach().numpy(), rtol=1e-4)
+    for got, t in zip(grads, torch.autograd.grad(want, want_args)):
+        np.testing.assert_allclose(as_np(got), t.numpy(), rtol=1e-4, atol=1e-5)
+    rows_t = torch.tensor(A)
+    want_rows = [torch.trapezoid(r, torch.tensor(XS)) + torch.renorm(r[None], 2, 0, 1.0).sum() for r in rows_t]
+    np.testing.assert_allclose(as_np(rows), np.stack([w.numpy() for w in want_rows]), rtol=1e-5, atol=1e-6)
+
+
+def test_errors_as_torch():
+    with pytest.raises(DTypeError, match="positive: not supported for bool"):
+        aotjax.positive(aotjax.tensor([True]))
+    with pytest.raises(ShapeError, match="renorm: expected a tensor of at least 2 dims"):
+        aotjax.renorm(aotjax.tensor([1.0, 2.0]), 2, 0, 1.0)
+    with pytest.raises(DTypeError, match="renorm: expected a floating-point"):
+        aotjax.renorm(aotjax.tensor([[1, 2]]), 2, 0, 1.0)
+    with pytest.raises(ShapeError, match="sum_to_size: size .* is not expandable"):
+        aotjax.ones(2, 3).sum_to_size(2)
+    with pytest.raises(DTypeError, match="unravel_index: expected integer indices"):
+        aotjax.unravel_index(aotjax.tensor([1.0]), (2, 2))
+    with pytest.raises(ShapeError, match="trapezoid: x has 3 points but y has 4"):
+        aotjax.trapezoid(aotjax.tensor(A), aotjax.tensor([0.0, 1.0, 2.0]))
