@@ -135,3 +135,14 @@ def test_cli_prints_the_block(capsys):
     assert main(["ops"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(optable.START) and out.rstrip().endswith(optable.END)
+
+
+def test_op_coverage_script_maps_op_db_names():
+    import importlib.util
+    script = optable.README.parent / "benchmarks" / "op_coverage.py"
+    spec = importlib.util.spec_from_file_location("op_coverage", script)
+    coverage = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(coverage)  # torch is imported only when op_db is read
+    have = ["add", "T", "nn.functional.conv2d", "linalg.svd", "special.ndtr", "uniform", "trapezoid"]
+    missing = ["as_strided", "to_sparse", "signal.windows.hann", "nn.functional.no_such_op", "no_such_op"]
+    assert [coverage.implemented(n) for n in have + missing] == [True] * len(have) + [False] * len(missing)

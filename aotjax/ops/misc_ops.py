@@ -9,12 +9,13 @@ tensor(4.)
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.source_info import where
-from aotjax.ops import decompositions, resampling, views
+from aotjax.ops import creation, decompositions, indexing, resampling, views
 from aotjax.ops._frontend import as_tensor, canonical_dim
 from aotjax.ops.arrangement import split_with_sizes
-from aotjax.ops.creation import tensor
 from aotjax.ops.elementwise import add, div, div_, floor_divide, mul, ne, pow, remainder
 from aotjax.ops.elementwise import where as where_
 from aotjax.ops.pointwise import _alias, _inplace_of
@@ -26,7 +27,8 @@ from aotjax.tensor import Tensor, method
 
 __all__ = ["logical_xor", "logical_xor_", "true_divide", "true_divide_", "ldexp", "ldexp_", "positive", "trapezoid",
            "trapz", "cumulative_trapezoid", "renorm", "renorm_", "unravel_index", "scalar_tensor", "constant_pad_nd",
-           "pinverse", "unsafe_chunk", "unsafe_split"]
+           "pinverse", "unsafe_chunk", "unsafe_split", "nonzero_static", "cholesky", "cholesky_solve",
+           "cholesky_inverse", "qr", "svd", "SvdResult", "lu", "lu_solve", "triangular_solve", "TriangularSolveResult"]
 
 
 def logical_xor(x, other):
@@ -175,7 +177,7 @@ def unravel_index(indices, shape):
     flat = where_(indices < 0, add(indices, numel), indices).to(default_int_dtype())
     # NOTE: one division and one remainder for every dim at once, then the coordinates as views of that result
     # (as PyTorch returns them).
-    coords = remainder(floor_divide(flat.unsqueeze(-1), tensor(strides)), tensor(list(shape)))
+    coords = remainder(floor_divide(flat.unsqueeze(-1), creation.tensor(strides)), creation.tensor(list(shape)))
     return views.unbind(coords, -1)
 
 
@@ -186,7 +188,7 @@ def scalar_tensor(s, *, dtype=None, device=None):
     >>> aotjax.scalar_tensor(3)
     tensor(3.)
     """
-    return tensor(s, dtype=dtype or default_float_dtype())
+    return creation.tensor(s, dtype=dtype or default_float_dtype())
 
 
 def constant_pad_nd(input, pad, value=0):
@@ -227,8 +229,130 @@ def unsafe_split(x, split_size, dim: int = 0):
     return views.split(x, split_size, dim)
 
 
+def nonzero_static(x, *, size: int, fill_value: int = -1):
+    """The indices of `x`'s nonzero elements, exactly `size` rows (cut, or padded with `fill_value`): `nonzero`
+    with a static shape, so it traces.
+
+    >>> aotjax.nonzero_static(aotjax.tensor([0.0, 2.0, 3.0]), size=3).tolist()
+    [[1], [2], [-1]]
+    """
+    return indexing.nonzero(x, size=size, fill_value=fill_value)
+
+
+# -- torch's older linear-algebra functions, through aotjax.linalg ---------------------------------------------------
+def cholesky(A, upper: bool = False):
+    """The Cholesky factor of `A` (`torch.cholesky`; `aotjax.linalg.cholesky` is the newer form).
+
+    >>> aotjax.cholesky(aotjax.tensor([[4.0, 2.0], [2.0, 5.0]])).tolist()
+    [[2.0, 0.0], [1.0, 2.0]]
+    """
+    return decompositions.cholesky(A, upper=upper)
+
+
+def cholesky_solve(B, L, upper: bool = False):
+    """`X` solving `A X = B` for `A = L L^H` (or `U^H U` when `upper`), from `A`'s Cholesky factor.
+
+    >>> aotjax.cholesky_solve(aotjax.tensor([[4.0], [8.0]]), aotjax.tensor([[2.0, 0.0], [0.0, 2.0]])).tolist()
+    [[1.0], [2.0]]
+    """
+    lower = views.transpose(L, -2, -1) if upper else L
+    y = decompositions.solve_triangular(lower, B, upper=False)
+    return decompositions.solve_triangular(views.transpose(lower, -2, -1), y, upper=True)
+
+
+def cholesky_inverse(L, upper: bool = False):
+    """The inverse of `A = L L^H` (or `U^H U` when `upper`) from its Cholesky factor.
+
+    >>> aotjax.cholesky_inverse(aotjax.tensor([[2.0, 0.0], [0.0, 4.0]])).tolist()
+    [[0.25, 0.0], [0.0, 0.0625]]
+    """
+    L = as_tensor(L)
+    eye = creation.eye(L.shape[-1], dtype=L.dtype).expand(L.shape)
+    return cholesky_solve(eye, L, upper)
+
+
+def qr(A, some: bool = True):
+    """`A = Q R` (`torch.qr`): the reduced factorization, or the complete one when `some=False`.
+
+    >>> A = aotjax.tensor([[3.0, 0.0], [4.0, 1.0]])
+    >>> Q, R = aotjax.qr(A)
+    >>> aotjax.allclose(Q @ R, A, atol=1e-6)
+    True
+    """
+    return decompositions.qr(A, "reduced" if some else "complete")
+
+
+class SvdResult(NamedTuple):
+    """`torch.svd`'s result: `A = U diag(S) V^H` (`V`, not `aotjax.linalg.svd`'s `Vh`)."""
+    U: Tensor
+    S: Tensor
+    V: Tensor
+
+
+def svd(A, some: bool = True, compute_uv: bool = True) -> SvdResult:
+    """The singular value decomposition as `torch.svd` gives it: `(U, S, V)` with `A = U diag(S) V^T`; reduced
+    unless `some=False`; with `compute_uv=False`, `U` and `V` are zeros (`(m, m)`, `(n, n)`) as in PyTorch.
+
+    >>> aotjax.svd(aotjax.tensor([[3.0, 0.0], [0.0, -2.0]])).S
+    tensor([3., 2.])
+    """
+    A = as_tensor(A)
+    if not compute_uv:
+        m, n = A.shape[-2:]
+        S = decompositions.svdvals(A)
+        return SvdResult(creation.zeros(*A.shape[:-2], m, m, dtype=A.dtype), S,
+                         creation.zeros(*A.shape[:-2], n, n, dtype=A.dtype))
+    U, S, Vh = decompositions.svd(A, full_matrices=not some)
+    return SvdResult(U, S, views.transpose(Vh, -2, -1))
+
+
+def lu(A, pivot: bool = True, get_infos: bool = False):
+    """`(LU, pivots)` of `A` (`torch.lu`, that is `aotjax.linalg.lu_factor`), and zeros for `infos` when
+    `get_infos` (aotjax does not report singular factors).
+
+    >>> LU, pivots = aotjax.lu(aotjax.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    >>> pivots.tolist()
+    [2, 2]
+    """
+    LU, pivots = decompositions.lu_factor(A, pivot=pivot)
+    if get_infos:
+        return LU, pivots, creation.zeros(*LU.shape[:-2], dtype=pivots.dtype)
+    return LU, pivots
+
+
+def lu_solve(b, LU_data, LU_pivots):
+    """`X` solving `A X = b` from `A`'s LU factorization (`torch.lu_solve`; argument order as in PyTorch).
+
+    >>> LU, pivots = aotjax.lu(aotjax.tensor([[2.0, 0.0], [0.0, 4.0]]))
+    >>> aotjax.lu_solve(aotjax.tensor([[2.0], [4.0]]), LU, pivots).tolist()
+    [[1.0], [1.0]]
+    """
+    return decompositions.lu_solve(LU_data, LU_pivots, b)
+
+
+class TriangularSolveResult(NamedTuple):
+    """`torch.triangular_solve`'s result: the solution and a copy of the triangular matrix."""
+    solution: Tensor
+    cloned_coefficient: Tensor
+
+
+def triangular_solve(b, A, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False) -> TriangularSolveResult:
+    """`X` solving `A X = b` (or `A^T X = b` when `transpose`) for triangular `A` (`torch.triangular_solve`;
+    `aotjax.linalg.solve_triangular` is the newer form, arguments reversed).
+
+    >>> aotjax.triangular_solve(aotjax.tensor([[3.0], [4.0]]), aotjax.tensor([[1.0, 1.0], [0.0, 2.0]])).solution
+    tensor([[1.],
+            [2.]])
+    """
+    coefficient = views.transpose(A, -2, -1) if transpose else A
+    X = decompositions.solve_triangular(coefficient, b, upper=upper != transpose, unitriangular=unitriangular)
+    return TriangularSolveResult(X, clone(A))
+
+
 for _fn in (logical_xor, logical_xor_, true_divide, true_divide_, ldexp, ldexp_, positive, renorm, renorm_, pinverse,
-            unsafe_chunk, unsafe_split):
+            unsafe_chunk, unsafe_split, nonzero_static, cholesky, cholesky_solve, cholesky_inverse, qr, svd, lu,
+            lu_solve, triangular_solve):
     method(_fn)
 
 
