@@ -62,8 +62,9 @@ FAMILIES: dict[str, Family | None] = {
     "arrangement": Family("arrangement", "views where torch returns views; `repeat_interleave` takes `output_size=` "
                           "for traced counts"),
     "shape": Family("new values", "copies"),
-    "misc_ops": Family("more compositions", "the `*_copy` forms: the view's values in a new contiguous tensor; "
-                       "`positive` returns its input"),
+    "misc_ops": Family("more compositions", "torch's older linear-algebra functions (`cholesky qr svd lu lu_solve "
+                       "triangular_solve`: torch's arguments and results) through `aotjax.linalg`; the `*_copy` forms: "
+                       "the view's values in a new contiguous tensor; `positive` returns its input"),
     "indexing": Family("indexing", "`getitem`/`setitem` are `x[i]` and `x[i] = v` (integer-tensor indexing traced, "
                        "boolean masks eagerly; `x[mask] = v` traced); `nonzero(size=, fill_value=)` traced"),
     "scatter_ops": Family("scatter and gather", "`scatter_reduce` (sum prod mean amax amin, `include_self`); "
