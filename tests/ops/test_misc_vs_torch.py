@@ -30,6 +30,9 @@ CASES = {
     "trapezoid": [((A, XS), {}), ((A,), dict(dx=0.5, dim=0)), ((np.array([[1], [2], [4]], np.int32),), {})],
     "trapz": [((A, XS), {})],
     "cumulative_trapezoid": [((A, B), dict(dim=0))],
+    # gradient: sample points with edge_order=1 in its doctest (torch's output)
+    "gradient": [((A,), {}), ((A,), dict(spacing=2.0, dim=1, edge_order=2)),
+                 ((A,), dict(spacing=[XS[:3]], dim=-2, edge_order=2))],
     "renorm": [((A, 2, 0, 1.0), {}), ((A, float("inf"), -1, 0.7), {})],
     "unravel_index": [((IDX, (3, 4)), {})],
     "scalar_tensor": [((3,), {}), ((2.5,), dict(dtype="int"))],
@@ -61,6 +64,8 @@ DTYPES = {"int": (aotjax.int32, torch.int32)}
 
 
 def _convert(arg, lib):
+    if isinstance(arg, list):  # gradient's sample points, one tensor per dim
+        return [_convert(a, lib) for a in arg]
     if isinstance(arg, np.ndarray):
         return torch.tensor(arg) if lib is torch else aotjax.tensor(arg)
     return arg
@@ -83,8 +88,8 @@ def _check(got, want, strides=False):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_torch(name):
     for args, kwargs in CASES[name]:
-        kw_t = {k: DTYPES[v][1] if k == "dtype" else v for k, v in kwargs.items()}
-        kw_a = {k: DTYPES[v][0] if k == "dtype" else v for k, v in kwargs.items()}
+        kw_t = {k: DTYPES[v][1] if k == "dtype" else _convert(v, torch) for k, v in kwargs.items()}
+        kw_a = {k: DTYPES[v][0] if k == "dtype" else _convert(v, aotjax) for k, v in kwargs.items()}
         want = getattr(torch, name)(*[_convert(a, torch) for a in args], **kw_t)
         got = getattr(aotjax, name)(*[_convert(a, aotjax) for a in args], **kw_a)
         _check(got, want, strides=name.endswith("_copy"))  # LAPACK's results are column-major in torch
@@ -163,5 +168,9 @@ def test_errors_as_torch():
         aotjax.ones(2, 3).sum_to_size(2)
     with pytest.raises(DTypeError, match="unravel_index: expected integer indices"):
         aotjax.unravel_index(aotjax.tensor([1.0]), (2, 2))
+    with pytest.raises(ShapeError, match="gradient: dim 0 has 2 points; edge_order=2 needs at least 3"):
+        aotjax.gradient(aotjax.ones(2, 3), edge_order=2)
+    with pytest.raises(ValueError, match="gradient: expected one spacing per dim"):
+        aotjax.gradient(aotjax.ones(2, 3), spacing=[1.0])
     with pytest.raises(ShapeError, match="trapezoid: x has 3 points but y has 4"):
         aotjax.trapezoid(aotjax.tensor(A), aotjax.tensor([0.0, 1.0, 2.0]))
