@@ -81,6 +81,7 @@ FAMILIES: dict[str, Family | None] = {
                          "nearest-exact linear bilinear bicubic trilinear area, `align_corners`)"),
     "random": None, "collectives": None, "sharding": None, "control_flow": None,  # rows of aotjax.random, aotjax.lax
     "calls": None, "custom_derivatives": None, "layout": None, "promotion": None, "remat": None, "unsupported": None,
+    "shard_map": None,
 }
 
 # Namespaces: module path -> note. A namespace that does not exist (yet) is left out.
@@ -90,7 +91,7 @@ NAMESPACES: dict[str, str] = {
     "aotjax.special": "",
     "aotjax.fft": "",
     "aotjax.random": "JAX-style explicit keys",
-    "aotjax.lax": "JAX's control flow on tensors; collectives over a named `vmap` axis",
+    "aotjax.lax": "JAX's control flow on tensors; collectives over named axes",
     "aotjax.func": "`torch.func`'s, for modules under transforms",
 }
 LAYERS: dict[str, str] = {
@@ -188,7 +189,8 @@ def family_rows() -> list[Row]:
         inplace = lambda n, ns=ns: (_is_op(getattr(ns, n + "_", None)) or _is_op(getattr(aotjax.Tensor, n + "_", None)))
         family = FAMILIES.get(name) or Family(name)
         title = family.title + (" (`F.`)" if functional is not None else "")
-        rows.append(Row(title, namespace, _tokens(names, inplace), family.note))
+        if names:  # a module of internals (no user op) has no row
+            rows.append(Row(title, namespace, _tokens(names, inplace), family.note))
     # An in-place form shown as `x(_)` in one row is not listed again in another (`cumsum_` beside `cumsum(_)`).
     folded = {t[:-3] for r in rows for t in r.tokens if t.endswith("(_)")}
     return [Row(r.title, r.namespace, tuple(t for t in r.tokens if not (t.endswith("_") and t[:-1] in folded)),
