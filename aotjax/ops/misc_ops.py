@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.source_info import where
-from aotjax.ops import creation, decompositions, indexing, resampling, views
+from aotjax.ops import creation, decompositions, indexing, resampling, sorting, views
 from aotjax.ops._frontend import as_tensor, canonical_dim
 from aotjax.ops.arrangement import split_with_sizes
 from aotjax.ops.elementwise import add, div, div_, floor_divide, mul, ne, pow, remainder
@@ -26,10 +26,10 @@ from aotjax.ops.statistics import diff, norm
 from aotjax.tensor import Tensor, method
 
 __all__ = ["logical_xor", "logical_xor_", "true_divide", "true_divide_", "ldexp", "ldexp_", "positive", "trapezoid",
-           "trapz", "cumulative_trapezoid", "gradient", "renorm", "renorm_", "unravel_index", "scalar_tensor",
-           "constant_pad_nd", "pinverse", "unsafe_chunk", "unsafe_split", "nonzero_static", "cholesky",
-           "cholesky_solve", "cholesky_inverse", "qr", "svd", "SvdResult", "lu", "lu_solve", "triangular_solve",
-           "TriangularSolveResult"]
+           "trapz", "cumulative_trapezoid", "gradient", "histogram", "HistogramResult", "renorm", "renorm_",
+           "unravel_index", "scalar_tensor", "constant_pad_nd", "pinverse", "unsafe_chunk", "unsafe_split",
+           "nonzero_static", "cholesky", "cholesky_solve", "cholesky_inverse", "qr", "svd", "SvdResult", "lu",
+           "lu_solve", "triangular_solve", "TriangularSolveResult"]
 
 
 def logical_xor(x, other):
@@ -166,6 +166,62 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):
         f = f.to(default_float_dtype())
     return tuple(_gradient_along(f, d, as_tensor(x) if isinstance(x, Tensor) else x, edge_order)
                  for d, x in zip(dims, spacings))
+
+
+class HistogramResult(NamedTuple):
+    """`histogram`'s result: the count (or weight, or density) in each bin, and the bins' edges."""
+    hist: Tensor
+    bin_edges: Tensor
+
+
+def _edges(lo, hi, steps: int):
+    """`steps` evenly spaced edges from `lo` to `hi` (numbers or 0-d tensors), computed as PyTorch's `linspace` does
+    (from the start up to half way, from the end after): PyTorch's edges, to within a rounding."""
+    k = creation.arange(steps)
+    step = (hi - lo) / (steps - 1)
+    return where_(k < steps // 2, lo + k * step, hi - (steps - 1 - k) * step)
+
+
+def histogram(input, bins, *, range=None, weight=None, density: bool = False) -> HistogramResult:
+    """A histogram of `input`'s elements: `bins` equal bins over `range` (default: the data's min and max, widened
+    by 0.5 each way when they are equal), or the bins between the edges of a 1-D tensor `bins`. Each bin holds its
+    left edge, the last one its right edge too; elements outside are not counted. `weight` (`input`'s shape) counts
+    each element by its weight; `density` divides by the total and the bin widths. Float tensors only, as PyTorch.
+    A NaN among the data without `range` gives NaN edges (PyTorch raises).
+
+    >>> aotjax.histogram(aotjax.tensor([0.0, 1.0, 1.0, 3.0]), 3)
+    HistogramResult(hist=tensor([1., 2., 1.]), bin_edges=tensor([0., 1., 2., 3.]))
+    """
+    x = as_tensor(input)
+    if not is_float(x.dtype):
+        raise DTypeError(f"histogram: expected a floating-point tensor, got {x.aval.str_short()}{where()}; convert "
+                         f"it with .float()")
+    flat = views.reshape(x, -1)
+    if isinstance(bins, Tensor):
+        edges = as_tensor(bins).to(x.dtype)
+    else:
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        elif flat.shape[0] == 0:
+            lo, hi = 0.0, 1.0
+        else:
+            lo, hi = flat.min(), flat.max()
+        if isinstance(lo, float):
+            lo, hi = (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)
+        else:
+            same = lo == hi
+            lo, hi = where_(same, lo - 0.5, lo), where_(same, hi + 0.5, hi)
+        edges = _edges(lo, hi, int(bins) + 1).to(x.dtype)
+    n = edges.shape[0] - 1
+    last = views.select(edges, 0, n)
+    index = add(sorting.searchsorted(edges, flat, right=True), -1)
+    index = where_(flat == last, n - 1, index)
+    inside = (flat >= views.select(edges, 0, 0)) & (flat <= last)
+    weights = creation.ones_like(flat) if weight is None else views.reshape(as_tensor(weight).to(x.dtype), -1)
+    hist = indexing.index_add(creation.zeros(n, dtype=x.dtype), 0, where_(inside, index, 0), where_(inside, weights, 0))
+    if density:
+        hist = div(hist, mul(sum(hist), diff(edges)))
+    return HistogramResult(hist, edges)
 
 
 # -- reductions and shapes ------------------------------------------------------------------------------------------
@@ -404,9 +460,9 @@ def triangular_solve(b, A, upper: bool = True, transpose: bool = False,
     return TriangularSolveResult(X, clone(A))
 
 
-for _fn in (logical_xor, logical_xor_, true_divide, true_divide_, ldexp, ldexp_, positive, renorm, renorm_, pinverse,
-            unsafe_chunk, unsafe_split, nonzero_static, cholesky, cholesky_solve, cholesky_inverse, qr, svd, lu,
-            lu_solve, triangular_solve):
+for _fn in (histogram, logical_xor, logical_xor_, true_divide, true_divide_, ldexp, ldexp_, positive, renorm, renorm_,
+            pinverse, unsafe_chunk, unsafe_split, nonzero_static, cholesky, cholesky_solve, cholesky_inverse, qr, svd,
+            lu, lu_solve, triangular_solve):
     method(_fn)
 
 

@@ -33,6 +33,8 @@ CASES = {
     # gradient: sample points with edge_order=1 in its doctest (torch's output)
     "gradient": [((A,), {}), ((A,), dict(spacing=2.0, dim=1, edge_order=2)),
                  ((A,), dict(spacing=[XS[:3]], dim=-2, edge_order=2))],
+    "histogram": [((A, 5), {}), ((A, np.array([-2.0, -0.5, 0.0, 1.0, 3.0], FLOAT)), dict(weight=np.abs(A))),
+                  ((A, 4), dict(range=(-1.0, 1.0), density=True)), ((np.ones(2, FLOAT), 2), {})],
     "renorm": [((A, 2, 0, 1.0), {}), ((A, float("inf"), -1, 0.7), {})],
     "unravel_index": [((IDX, (3, 4)), {})],
     "scalar_tensor": [((3,), {}), ((2.5,), dict(dtype="int"))],
@@ -84,15 +86,47 @@ def _check(got, want, strides=False):
         assert got.stride() == want.stride(), (got.stride(), want.stride())
 
 
+# Ops made of many small ops run their cases as one compiled program (one XLA compile instead of one per op and
+# shape eagerly; their doctests run them eagerly).
+JITTED = {"gradient", "histogram", "renorm", "trapezoid", "unravel_index"}
+
+
+def _traced_args(cases):
+    """The cases with each array replaced by an `_Arg` slot, and the arrays: a jitted function takes the arrays."""
+    arrays = []
+
+    def slot(a):
+        if isinstance(a, list):
+            return [slot(b) for b in a]
+        if isinstance(a, np.ndarray):
+            arrays.append(a)
+            return _Arg(len(arrays) - 1)
+        return a
+    return [([slot(a) for a in args], {k: slot(v) for k, v in kw.items()}) for args, kw in cases], arrays
+
+
+class _Arg(int):
+    pass
+
+
+def _fill(a, tensors):
+    if isinstance(a, list):
+        return [_fill(b, tensors) for b in a]
+    return tensors[a] if isinstance(a, _Arg) else DTYPES[a][0] if a in DTYPES else a
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")  # torch's deprecation of its older linalg functions
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_torch(name):
+    op = getattr(aotjax, name)
+    want = []
     for args, kwargs in CASES[name]:
         kw_t = {k: DTYPES[v][1] if k == "dtype" else _convert(v, torch) for k, v in kwargs.items()}
-        kw_a = {k: DTYPES[v][0] if k == "dtype" else _convert(v, aotjax) for k, v in kwargs.items()}
-        want = getattr(torch, name)(*[_convert(a, torch) for a in args], **kw_t)
-        got = getattr(aotjax, name)(*[_convert(a, aotjax) for a in args], **kw_a)
-        _check(got, want, strides=name.endswith("_copy"))  # LAPACK's results are column-major in torch
+        want.append(getattr(torch, name)(*[_convert(a, torch) for a in args], **kw_t))
+    slotted, arrays = _traced_args(CASES[name])
+    run = lambda *ts: [op(*_fill(args, ts), **{k: _fill(v, ts) for k, v in kw.items()}) for args, kw in slotted]
+    got = (aotjax.jit(run) if name in JITTED else run)(*[aotjax.tensor(a) for a in arrays])
+    _check(got, want, strides=name.endswith("_copy"))  # LAPACK's results are column-major in torch
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
@@ -172,5 +206,7 @@ def test_errors_as_torch():
         aotjax.gradient(aotjax.ones(2, 3), edge_order=2)
     with pytest.raises(ValueError, match="gradient: expected one spacing per dim"):
         aotjax.gradient(aotjax.ones(2, 3), spacing=[1.0])
+    with pytest.raises(DTypeError, match="histogram: expected a floating-point tensor"):
+        aotjax.histogram(aotjax.tensor([1, 2]), 2)
     with pytest.raises(ShapeError, match="trapezoid: x has 3 points but y has 4"):
         aotjax.trapezoid(aotjax.tensor(A), aotjax.tensor([0.0, 1.0, 2.0]))
