@@ -13,6 +13,7 @@ from aotjax.lax import cond, fori_loop, scan, switch, while_loop  # noqa: F401,E
 from aotjax.lowering import compile, to_jax  # noqa: F401
 from aotjax.ops import *  # noqa: F401,F403
 from aotjax.ops import random  # noqa: F401
+from aotjax.ops.unsupported import module_getattr as __getattr__  # noqa: F401  (clear errors for torch ops left out)
 from aotjax.tensor import Tensor
 from aotjax.transforms import (  # noqa: F401
                                aot,

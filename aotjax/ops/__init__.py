@@ -17,6 +17,7 @@ from aotjax.ops import (
     indexing,
     linalg,
     losses,
+    misc_ops,
     nn,
     normalization,
     pointwise,
@@ -47,6 +48,7 @@ from aotjax.ops.generator import *  # noqa: F403
 from aotjax.ops.indexing import *  # noqa: F403
 from aotjax.ops.linalg import *  # noqa: F403
 from aotjax.ops.losses import *  # noqa: F403
+from aotjax.ops.misc_ops import *  # noqa: F403
 from aotjax.ops.nn import *  # noqa: F403
 from aotjax.ops.normalization import *  # noqa: F403
 from aotjax.ops.pointwise import *  # noqa: F403
@@ -70,3 +72,4 @@ __all__ += pointwise.__all__
 __all__ += [name for family in (activations, losses, normalization) for name in family.__all__]
 __all__ += distributions.__all__ + factories.__all__
 __all__ += arrangement.__all__
+__all__ += misc_ops.__all__
