@@ -5,6 +5,7 @@ from aotjax.ops import (
     activations,
     arrangement,
     collectives,
+    complex_numbers,
     control_flow,
     conv,
     creation,
@@ -36,6 +37,7 @@ from aotjax.ops import (
 from aotjax.ops._frontend import *  # noqa: F403
 from aotjax.ops.activations import *  # noqa: F403
 from aotjax.ops.arrangement import *  # noqa: F403
+from aotjax.ops.complex_numbers import *  # noqa: F403
 from aotjax.ops.conv import *  # noqa: F403
 from aotjax.ops.creation import *  # noqa: F403
 from aotjax.ops.decompositions import *  # noqa: F403
@@ -69,3 +71,4 @@ __all__ += pointwise.__all__
 __all__ += [name for family in (activations, losses, normalization) for name in family.__all__]
 __all__ += distributions.__all__ + factories.__all__
 __all__ += arrangement.__all__
+__all__ += complex_numbers.__all__
