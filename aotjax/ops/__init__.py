@@ -14,6 +14,7 @@ from aotjax.ops import (
     distributions,
     elementwise,
     factories,
+    fft,
     generator,
     indexing,
     linalg,
@@ -44,6 +45,7 @@ from aotjax.ops.decompositions import *  # noqa: F403
 from aotjax.ops.distributions import *  # noqa: F403
 from aotjax.ops.elementwise import *  # noqa: F403
 from aotjax.ops.factories import *  # noqa: F403
+from aotjax.ops.fft import *  # noqa: F403
 from aotjax.ops.generator import *  # noqa: F403
 from aotjax.ops.indexing import *  # noqa: F403
 from aotjax.ops.linalg import *  # noqa: F403
@@ -72,3 +74,4 @@ __all__ += [name for family in (activations, losses, normalization) for name in 
 __all__ += distributions.__all__ + factories.__all__
 __all__ += arrangement.__all__
 __all__ += complex_numbers.__all__
+__all__ += fft.__all__
