@@ -13,7 +13,6 @@ import aotjax
 from tests.op_records import L0, L01, op
 
 
-
 def C(x):  # NOTE: contiguous first: an example of a vmap over the last axis has that axis's strides
     return aotjax.view_as_complex(x.contiguous())
 

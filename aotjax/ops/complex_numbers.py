@@ -80,7 +80,8 @@ def _zeros_like(aval):
 
 
 # -- complex(real, imag) and conj_physical: functional -----------------------------------------------------------
-complex_p = elementwise("complex", lambda re, im: lax.complex(*jnp.broadcast_arrays(re, im)), out_dtype=lambda dt: complex_dtype(dt))
+complex_p = elementwise("complex", lambda re, im: lax.complex(*jnp.broadcast_arrays(re, im)),
+                       out_dtype=lambda dt: complex_dtype(dt))
 deflinear(complex_p)
 deflinear_transpose(complex_p, lambda ct, re, im: unbroadcast(real_p.bind(ct), re.aval),
                     lambda ct, re, im: unbroadcast(ew.neg(imag_p.bind(ct)), im.aval))

@@ -28,9 +28,11 @@ from aotjax.tensor import Tensor, method
 __all__ = ["det", "logdet", "slogdet", "inverse", "matrix_power", "matrix_exp"]
 # NOTE: what `aotjax.linalg` exports (torch.linalg's names); `__all__` is what `aotjax.X` gets
 LINALG = ["norm", "vector_norm", "matrix_norm", "inv", "inv_ex", "solve", "solve_triangular", "cholesky",
-          "cholesky_ex", "qr", "svd", "svdvals", "eig", "eigvals", "eigh", "eigvalsh", "det", "slogdet", "pinv", "lstsq", "matrix_power",
+          "cholesky_ex", "qr", "svd", "svdvals", "eig", "eigvals", "eigh", "eigvalsh",
+          "det", "slogdet", "pinv", "lstsq", "matrix_power",
           "matrix_rank", "lu_factor", "lu_solve", "lu", "multi_dot", "vecdot", "cross", "matrix_exp",
-          "QR", "SVD", "EigResult", "EighResult", "SlogdetResult", "LUResult", "LUFactorResult", "LstsqResult", "InvExResult",
+          "QR", "SVD", "EigResult",
+          "EighResult", "SlogdetResult", "LUResult", "LUFactorResult", "LstsqResult", "InvExResult",
           "CholeskyExResult"]
 
 

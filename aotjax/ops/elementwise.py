@@ -55,9 +55,15 @@ __all__ = [
 _BOOL_DTYPE = np.dtype(np.bool_)
 
 # -- casts -------------------------------------------------------------------------------------
+def _real_part_if_real(x, new_dtype):
+    """A complex value converted to a real dtype keeps its real part (as torch's `to`, and a transpose's cast)."""
+    return jnp.real(x) if jnp.iscomplexobj(x) and category(new_dtype) != _COMPLEX else x
+
+
 convert_element_type_p = standard_primitive(
     "convert_element_type", lambda x, *, new_dtype: x.shape, lambda x, *, new_dtype: new_dtype,
-    lambda x, *, new_dtype: x.astype(new_dtype), recompute=Recompute.CHEAP, flops=output_size_flops)
+    lambda x, *, new_dtype: _real_part_if_real(x, new_dtype).astype(new_dtype), recompute=Recompute.CHEAP,
+    flops=output_size_flops)
 convert_element_type_p.layout_rule = preserve_layout  # NOTE: `x.to(dtype)` is a preserve_format copy
 defvectorized(convert_element_type_p)
 

@@ -21,9 +21,9 @@ from aotjax.ops import elementwise as ew
 from aotjax.ops._from_jax import from_jax
 from aotjax.ops._frontend import as_tensor, canonical_dims, convert, to_dtype
 from aotjax.ops.complex_numbers import complex_dtype, real
-from aotjax.ops.creation import arange, ones, tensor, zeros
+from aotjax.ops.creation import ones, tensor, zeros
 from aotjax.ops.indexing import index_add
-from aotjax.ops.promotion import category, default_float_dtype
+from aotjax.ops.promotion import category, default_float_dtype, default_int_dtype
 from aotjax.ops.resampling import pad
 from aotjax.ops.shape import roll
 from aotjax.ops.views import movedim, reshape, transpose
@@ -405,7 +405,7 @@ def istft(input, n_fft: int, hop_length=None, win_length=None, window=None, cent
     frames = ew.mul(frames, w)
     n_frames = z.shape[2]
     total = n_fft + hop * (n_frames - 1)
-    index = tensor((np.arange(n_frames)[:, None] * hop + np.arange(n_fft)).reshape(-1))
+    index = tensor((np.arange(n_frames)[:, None] * hop + np.arange(n_fft)).reshape(-1), dtype=default_int_dtype())
     y = index_add(zeros(z.shape[0], total, dtype=frames.dtype), 1, index, reshape(frames, (z.shape[0], -1)))
     envelope = index_add(zeros(total, dtype=real(w).dtype), 0, index, ew.square(reshape(
         ew.mul(ones(n_frames, 1, dtype=w.dtype), w), (-1,))))
