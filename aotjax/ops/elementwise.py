@@ -523,7 +523,7 @@ def _refuse_complex(prim, cls: _DtypeClass, dtype) -> None:
 def _binary_inplace(prim_, cls: _DtypeClass, x, y, **params):
     dtype = cls.operand(result_type(x, y))
     check_inplace_cast(prim_.name, cls.result(dtype), x.dtype)
-    if dtype != x.dtype and cls is _PREDICATE:
+    if dtype != x.dtype and cls in (_PREDICATE, _ORDERED):
         # NOTE: `int_x.lt_(2.5)` must compare in float: converting 2.5 to int first would change the
         # answer. Compute out of place and copy the result in.
         return _copy_into(x, prim_.functional.bind(*promote(x, y, dtype=dtype), **params))
