@@ -31,6 +31,7 @@ from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops import elementwise as ew
 from aotjax.ops._combinators import elementwise, standard_primitive
 from aotjax.ops._frontend import as_tensor, convert
+from aotjax.ops.indexing import copy_
 from aotjax.ops.promotion import category, result_type
 from aotjax.tensor import method
 
@@ -298,5 +299,15 @@ def view_as_complex(x):
 
 for _op in (conj, conj_physical, resolve_conj, angle):
     method(_op)
-method(property(real), "real")
-method(property(imag), "imag")
+
+
+def _set_real(x, value) -> None:
+    copy_(real(x), value)
+
+
+def _set_imag(x, value) -> None:
+    copy_(imag(x), value)
+
+
+method(property(real, _set_real), "real")  # NOTE: `z.real = v` writes the real part, as in torch
+method(property(imag, _set_imag), "imag")

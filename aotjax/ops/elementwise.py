@@ -205,7 +205,11 @@ def _unary_operand(cls: _DtypeClass, x):
 
 
 def _check_unary_inplace(prim_, cls: _DtypeClass, x) -> None:
-    check_inplace_cast(prim_.name, cls.result(cls.operand(x.dtype)), x.dtype)
+    result = cls.result(cls.operand(x.dtype))
+    if category(x.dtype) == _COMPLEX and category(result) != _COMPLEX:  # NOTE: abs_: torch refuses a real result
+        raise DTypeError(f"{prim_.name}: in-place {prim_.name[:-1]} is not supported for complex tensors (its result "
+                         f"is real){source_info.where()}; compute out of place (`x.{prim_.name[:-1]}()`).")
+    check_inplace_cast(prim_.name, result, x.dtype)
 
 
 def _unary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):

@@ -97,6 +97,14 @@ def test_views_write_through_and_strides_as_torch():
                                                                         b.is_contiguous())
 
 
+def test_setting_real_and_imag_writes_the_parts():
+    z, tz = T(_z(3)), torch.tensor(_z(3))
+    for m, x in ((aotjax, z), (torch, tz)):
+        x.real = m.ones(3, dtype=x.real.dtype)
+        x.imag = x.real * 2
+    _close(z, tz)
+
+
 def test_view_writes_under_jit_match_eager():
     def f(z):
         z.real.mul_(2)
@@ -126,12 +134,14 @@ def test_view_as_complex_checks_like_torch():
 
 
 @pytest.mark.parametrize("op", [lambda m, z: z < z, lambda m, z: z.ge(1), lambda m, z: m.maximum(z, z),
-                                lambda m, z: z.clamp(0, 1), lambda m, z: z.floor(), lambda m, z: z.sign()])
+                                lambda m, z: z.clamp(0, 1), lambda m, z: z.floor(), lambda m, z: z.sign(),
+                                lambda m, z: z.max(), lambda m, z: z.min(0), lambda m, z: z.argmax(),
+                                lambda m, z: m.amin(z), lambda m, z: z.abs_()])
 def test_ops_torch_refuses_on_complex_raise(op):
     with pytest.raises(DTypeError, match="complex"):
-        op(aotjax, T(_z(2)))
+        op(aotjax, T(_z(2, 2)))
     with pytest.raises(RuntimeError):
-        op(torch, torch.tensor(_z(2)))
+        op(torch, torch.tensor(_z(2, 2)))
 
 
 def test_vmap_of_the_views():
