@@ -5,7 +5,8 @@ As in PyTorch, `real`, `imag`, `conj`, `view_as_real` and `view_as_complex` are 
 `z.imag.add_(1)` changes `z`. Each is a view primitive with its inverse (the new complex base built from the written
 part and the part left as it was), its strides in PyTorch's units (`view_as_real(z).stride()` counts real elements,
 so it doubles `z`'s strides and ends in 1; `z.imag` starts one real element into the storage), jvp, transpose and
-batching rules, all beside it.
+batching rules, all beside it. One difference: torch's `conj` only sets a bit, so `view_as_real(z.conj())` raises
+there; aotjax's `conj` view is resolved when read (`is_conj` does not exist), so that view works.
 
 Derivatives follow JAX's convention (aotjax's transforms are JAX's): the transpose of a linear map is taken for the
 real bilinear pairing `Re(a * b)`, without conjugation, so for a real loss `L` of a complex `z`,
