@@ -29,6 +29,7 @@ from aotjax.interpreters.jvp import defjvp_zero, deflinear, jvp_rules
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._combinators import standard_primitive
 from aotjax.ops._frontend import as_tensor, canonical_dim, canonical_dims, convert, to_dtype
+from aotjax.ops.elementwise import abs as magnitude
 from aotjax.ops.elementwise import add, div, eq, exp, isfinite, log, maximum, minimum, mul, sqrt, where
 from aotjax.ops.promotion import _FLOAT, _INT, category, default_float_dtype, default_int_dtype
 from aotjax.ops.shape import flip_p
@@ -451,8 +452,10 @@ def var(x, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     xc = _compute(x)
     n = _count(x, axes)
     centered = xc - reduce_sum_p.bind(xc, axes=axes, keepdims=True) / n
+    if category(x.dtype) > _FLOAT:  # NOTE: complex: the mean squared magnitude, a real result (torch's)
+        centered = magnitude(centered)
     total = reduce_sum_p.bind(centered * centered, axes=axes, keepdims=bool(keepdim))
-    return convert(total / builtins.max(0, n - c), x.dtype)
+    return convert(total / builtins.max(0, n - c), x.dtype if category(x.dtype) <= _FLOAT else total.dtype)
 
 
 def std(x, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):

@@ -52,7 +52,8 @@ OPS = {
     "real": lambda m, z, w: m.real(z), "imag": lambda m, z, w: m.imag(z), "conj": lambda m, z, w: m.conj(z),
     "conj_physical": lambda m, z, w: m.conj_physical(z), "polar": lambda m, z, w: m.polar(m.abs(z), m.angle(w)),
     "view_as_real": lambda m, z, w: m.view_as_real(z), "scalar": lambda m, z, w: z * (2 - 1j) + 1.5,
-    "float_plus_complex": lambda m, z, w: m.real(z) + w,
+    "float_plus_complex": lambda m, z, w: m.real(z) + w, "var": lambda m, z, w: z.var(1),
+    "std": lambda m, z, w: z.std(),
 }
 
 
@@ -151,7 +152,8 @@ def test_vmap_of_the_views():
 
 
 def _loss(m, z):
-    return (m.abs(m.exp(z * z) * (1 + 2j)) + m.real(z.conj() * z.sin()) + m.angle(z) + m.imag(z / (z + 3))).sum()
+    return (m.abs(m.exp(z * z) * (1 + 2j)) + m.real(z.conj() * z.sin()) + m.angle(z) + m.imag(z / (z + 3))).sum() \
+        + z.var()
 
 
 def test_grad_real_leaf_equals_torch():
