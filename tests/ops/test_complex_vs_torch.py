@@ -90,9 +90,11 @@ def test_views_write_through_and_strides_as_torch():
         r[1, 2, 0] = -9
         m.view_as_complex(r)[0, 0] = 7j
         x.conj()[0, 1] = 1 + 1j
+        x.mH[2, 1] = 2 - 1j
     _close(z, tz)
     for f in (lambda m, x: x.real, lambda m, x: x.imag, lambda m, x: m.view_as_real(x), lambda m, x: x[:, 1:].imag,
-              lambda m, x: m.view_as_complex(m.view_as_real(x)), lambda m, x: x.t().real, lambda m, x: x.conj()):
+              lambda m, x: m.view_as_complex(m.view_as_real(x)), lambda m, x: x.t().real, lambda m, x: x.conj(),
+              lambda m, x: x.mH, lambda m, x: x.H):
         a, b = f(aotjax, z), f(torch, tz)
         assert (a.stride(), a.storage_offset(), a.is_contiguous()) == (b.stride(), b.storage_offset(),
                                                                         b.is_contiguous())
