@@ -139,7 +139,9 @@ def test_view_as_complex_checks_like_torch():
 @pytest.mark.parametrize("op", [lambda m, z: z < z, lambda m, z: z.ge(1), lambda m, z: m.maximum(z, z),
                                 lambda m, z: z.clamp(0, 1), lambda m, z: z.floor(), lambda m, z: z.sign(),
                                 lambda m, z: z.max(), lambda m, z: z.min(0), lambda m, z: z.argmax(),
-                                lambda m, z: m.amin(z), lambda m, z: z.abs_()])
+                                lambda m, z: m.amin(z), lambda m, z: z.abs_(), lambda m, z: z.sort(),
+                                lambda m, z: z.topk(1), lambda m, z: z.median(), lambda m, z: z.cummax(0),
+                                lambda m, z: z.kthvalue(1)])
 def test_ops_torch_refuses_on_complex_raise(op):
     with pytest.raises(DTypeError, match="complex"):
         op(aotjax, T(_z(2, 2)))
