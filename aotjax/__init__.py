@@ -1,4 +1,5 @@
 """aotjax: PyTorch-style mutable tensors under JAX-style composable function transforms."""
+import aotjax.fft as fft  # noqa: F401  (the public torch.fft namespace, not the aotjax.ops.fft family)
 import aotjax.func as func  # noqa: F401
 import aotjax.linalg as linalg  # noqa: F401  (the public torch.linalg namespace, not the aotjax.ops.linalg family)
 import aotjax.nn as nn  # noqa: F401  (the package; `from aotjax.ops import *` brings the aotjax.ops.nn module)

@@ -271,7 +271,7 @@ class Tensor:
     def __repr__(self) -> str:
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(",
                                formatter=None).replace("\n", "\n")
-        if self.dtype in (np.dtype("float32"), np.dtype("bool")) or (
+        if self.dtype in (np.dtype("float32"), np.dtype("bool"), np.dtype("complex64")) or (
                 self.dtype == default_int_dtype() and self.numel() > 0):
             return f"tensor({body})"
         return f"tensor({body}, dtype={self.dtype.name})"

@@ -5,6 +5,7 @@ from aotjax.ops import (
     activations,
     arrangement,
     collectives,
+    complex_numbers,
     control_flow,
     conv,
     creation,
@@ -13,6 +14,7 @@ from aotjax.ops import (
     distributions,
     elementwise,
     factories,
+    fft,
     generator,
     indexing,
     linalg,
@@ -38,12 +40,14 @@ from aotjax.ops import (
 from aotjax.ops._frontend import *  # noqa: F403
 from aotjax.ops.activations import *  # noqa: F403
 from aotjax.ops.arrangement import *  # noqa: F403
+from aotjax.ops.complex_numbers import *  # noqa: F403
 from aotjax.ops.conv import *  # noqa: F403
 from aotjax.ops.creation import *  # noqa: F403
 from aotjax.ops.decompositions import *  # noqa: F403
 from aotjax.ops.distributions import *  # noqa: F403
 from aotjax.ops.elementwise import *  # noqa: F403
 from aotjax.ops.factories import *  # noqa: F403
+from aotjax.ops.fft import *  # noqa: F403
 from aotjax.ops.generator import *  # noqa: F403
 from aotjax.ops.indexing import *  # noqa: F403
 from aotjax.ops.linalg import *  # noqa: F403
@@ -73,3 +77,5 @@ __all__ += [name for family in (activations, losses, normalization) for name in 
 __all__ += distributions.__all__ + factories.__all__
 __all__ += arrangement.__all__
 __all__ += misc_ops.__all__
+__all__ += complex_numbers.__all__
+__all__ += fft.__all__
