@@ -79,6 +79,12 @@ FAMILIES: dict[str, Family | None] = {
     "pooling": Family("pooling", "`return_indices`; `unfold fold` (im2col)"),
     "resampling": Family("resampling", "`pad` (constant reflect replicate circular), `interpolate` (nearest "
                          "nearest-exact linear bilinear bicubic trilinear area, `align_corners`)"),
+    "complex_numbers": Family("complex", "`Tensor.real`/`.imag` (settable), `conj`, `view_as_real`, `view_as_complex`, "
+                              "`mH`/`H`: views as in torch (writes go through; strides in real elements); elementwise "
+                              "ops, `sum mean prod var std matmul eq ne` take complex; ordering ops, extrema and sorts "
+                              "refuse it. `grad` w.r.t. a complex leaf follows JAX: the conjugate of torch's `.grad` "
+                              "(equal for real leaves)"),
+    "fft": None,  # the rows of aotjax.fft
     "random": None, "collectives": None, "sharding": None, "control_flow": None,  # rows of aotjax.random, aotjax.lax
     "calls": None, "custom_derivatives": None, "layout": None, "promotion": None, "remat": None, "unsupported": None,
     "shard_map": None,
@@ -86,10 +92,12 @@ FAMILIES: dict[str, Family | None] = {
 
 # Namespaces: module path -> note. A namespace that does not exist (yet) is left out.
 NAMESPACES: dict[str, str] = {
-    "aotjax.linalg": "torch's result NamedTuples; batched over leading dims; real floats; the factorizations are "
+    "aotjax.linalg": "torch's result NamedTuples; batched over leading dims; real floats (`eig eigvals` return "
+                     "complex); the factorizations are "
                      "`from_jax` primitives whose derivatives, transposes and batching are JAX's",
     "aotjax.special": "",
-    "aotjax.fft": "",
+    "aotjax.fft": X
+                  "`from_jax` primitives",
     "aotjax.random": "JAX-style explicit keys",
     "aotjax.lax": "JAX's control flow on tensors; collectives over named axes",
     "aotjax.func": "`torch.func`'s, for modules under transforms",
