@@ -96,8 +96,8 @@ NAMESPACES: dict[str, str] = {
                      "complex); the factorizations are "
                      "`from_jax` primitives whose derivatives, transposes and batching are JAX's",
     "aotjax.special": "",
-    "aotjax.fft": X
-                  "`from_jax` primitives",
+    "aotjax.fft": "torch's `n`/`s`, `dim`, `norm`; `aotjax.stft istft` (`Tensor.stft istft`; `return_complex=True`); "
+                  "the transforms are `from_jax` primitives",
     "aotjax.random": "JAX-style explicit keys",
     "aotjax.lax": "JAX's control flow on tensors; collectives over named axes",
     "aotjax.func": "`torch.func`'s, for modules under transforms",
