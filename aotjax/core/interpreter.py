@@ -191,6 +191,12 @@ def find_top_trace(args) -> Trace:
     return top.trace
 
 
+def staging() -> bool:
+    """Whether a staging transform (`make_jaxpr`, a `jit` being traced, ...) is the dynamic trace of this thread:
+    then even an op on eager values only is staged into its program."""
+    return _state.dynamic.level > 0
+
+
 def full_raise(trace: Trace, val: Any) -> Any:
     if not isinstance(val, Tracer):
         return trace.pure(val)

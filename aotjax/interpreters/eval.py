@@ -87,6 +87,12 @@ def write(t: Tensor, new_value) -> None:
     storage = t._storage
     storage.base = views.write_through(apply, storage.base, t._chain, new_value) if t._chain else new_value
     storage.version += 1
+    eager_writes[0] += 1
+
+
+# NOTE: how many times an eager storage was given a new base (by `write`, or a compiled call's write-back): a compiled
+# call's fast path (`aotjax.runtime.fast_call`) trusts what it checked of its arguments' buffers while this is unchanged.
+eager_writes = [0]
 
 
 def _as_tensor(x) -> Tensor:

@@ -25,12 +25,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from aotjax.core.checks import config, emit_checks
-from aotjax.core.interpreter import Tracer
+from aotjax.core.interpreter import Tracer, staging
 from aotjax.interpreters.batching import vmap_running
 from aotjax.interpreters.eval import read
 from aotjax.lowering.to_jax import CheckedProgram, avals_to_structs, flat_function, xla_compiler
 from aotjax.ops.calls import Program, compiled_call_p
-from aotjax.runtime import boundary, guards
+from aotjax.runtime import boundary, fast_call, guards
 from aotjax.runtime.boundary import GroupKind, OutKind, Slot
 from aotjax.tensor import Tensor
 from aotjax.transforms.argnums import fun_name, normalize_argnums
@@ -54,7 +54,7 @@ class _Entry:
         positions = {entry: i for i, entry in enumerate(meta.layout)}
         self.base_pos = [positions[(Slot.BASE, k)] for k in range(meta.n_bases)]
         self.mutated_pos = [positions[(Slot.MUTATED, g)] for g in meta.mutated]
-        fn = flat_function(staged.jaxpr)
+        fn = fast_call.guard_avals(flat_function(staged.jaxpr), staged.jaxpr.in_avals)
         in_shardings, out_shardings = shardings or (None, None)
         if out_shardings is not None:
             fn = _constrained(fn, out_shardings)
@@ -224,6 +224,7 @@ class Jitted:
         self.checks = checks
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
         self._cache: dict = {}
+        self._fast: fast_call.FastCall | None = None  # the last compiled call, to repeat (see `_fast_path`)
         self.trace_count = 0
         functools.update_wrapper(self, fun, updated=())  # NOTE: not fun.__dict__: a wrapped Jitted has state
 
@@ -242,6 +243,11 @@ class Jitted:
         return self.checks if self.checks is not None else config.checks
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs and not staging() and not self.checks_enabled:
+            out = fast(args)
+            if out is not fast_call.MISS:
+                return out
         leaves, in_tree, statics = self._split(args, kwargs)
         signature = guards.call_key(leaves)
         if signature is None or guards.under_transform():
@@ -257,7 +263,14 @@ class Jitted:
                 return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
         key = (in_tree, statics, signature, self.checks_enabled)
         entry, full = self._live_entry(args, kwargs, key, leaves)
-        return entry.run(full, entry.fn)
+        fast_sig = None
+        if not kwargs and not self.static_argnums and entry.checks is None:
+            fast_sig = fast_call.signature(args, entry.staged.implicit)
+        out = entry.run(full, entry.fn)
+        self._fast = fast_call.FastCall.build(
+            entry.fn, entry.staged.meta, entry.staged.jaxpr, entry.donated, entry.mutated_pos, entry.base_pos, args,
+            entry.staged.implicit, fast_sig) if fast_sig is not None else None
+        return out
 
     def _live_entry(self, args, kwargs, key, leaves) -> tuple[Any, list]:
         """The entry for `key` and the call's flat inputs, captured tensors included (traced again if they no
@@ -301,6 +314,7 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._fast = None
 
     def __repr__(self) -> str:
         options = f", static_argnums={self.static_argnums}" if self.static_argnums else ""
