@@ -244,7 +244,8 @@ class Jitted:
 
     def __call__(self, *args, **kwargs):
         fast = self._fast
-        if fast is not None and not kwargs and not staging() and not self.checks_enabled:
+        if fast is not None and not kwargs and not staging() and not (
+                self.checks if self.checks is not None else config.checks):
             out = fast(args)
             if out is not fast_call.MISS:
                 return out
