@@ -1,7 +1,7 @@
 """Per-call overhead of the jit boundary: aotjax.jit vs jax.jit of the same pure math, same run.
 
     python benchmarks/boundary_overhead.py [--args 1,10,100] [--number 2000] [--repeat 7] [--size 4]
-                                           [--profile N] [--no-block]
+                                           [--cpu] [--profile N] [--no-block]
 
 For each argument count N the function takes N tensors f32[size] and updates the first two (the first, for
 N = 1) in place (an optimizer-like step), returning one new value read from all of them; the JAX side is
@@ -10,14 +10,16 @@ caller rebinding its variables. Both results are blocked on, so each call is dis
 kernels are tiny, so this measures the boundary: flattening, guards, cache lookup, write-back and output
 wrapping. The targets (issue 15) are ratios of at most 1.2x / 1.2x / 1.3x for 1 / 10 / 100 arguments. The
 runs of the two sides are interleaved, so that drift in the machine's load hits both alike.
-`--no-block` times dispatch alone (both sides asynchronous); `--profile N` prints a cProfile of the aotjax
-side with N arguments instead.
+`--no-block` times dispatch alone (both sides asynchronous); `--cpu` times the process's CPU time instead of
+the wall clock (steadier on a shared machine); `--profile N` prints a cProfile of the aotjax side with N
+arguments instead.
 """
 from __future__ import annotations
 
 import argparse
 import cProfile
 import sys
+import time
 from pathlib import Path
 
 import jax
@@ -92,6 +94,7 @@ def main() -> None:
     p.add_argument("--size", type=int, default=4)
     p.add_argument("--profile", type=int, metavar="N", help="print a cProfile of the aotjax side with N arguments")
     p.add_argument("--no-block", action="store_true", help="do not wait for the results")
+    p.add_argument("--cpu", action="store_true", help="time CPU time, not the wall clock")
     args = p.parse_args()
 
     if args.profile:
@@ -100,11 +103,12 @@ def main() -> None:
         return
     print(f"jit boundary, N inputs f32[{args.size}], 2 written in place (1 when N = 1); "
           f"{jax.devices()[0].platform}; min of {args.repeat} x {args.number} calls"
-          f"{'; dispatch only' if args.no_block else ''}\n")
+          f"{'; dispatch only' if args.no_block else ''}{'; CPU time' if args.cpu else ''}\n")
     print(f"{'args':>5}{'aotjax.jit µs':>15}{'jax.jit µs':>12}{'ratio':>8}{'target':>8}")
     for n in (int(s) for s in args.args.split(",")):
         run_aotjax, run_jax = runners(n, args.size, not args.no_block)
-        times = interleaved({"aotjax": run_aotjax, "jax": run_jax}, args.number, args.repeat)
+        times = interleaved({"aotjax": run_aotjax, "jax": run_jax}, args.number, args.repeat,
+                            time.process_time if args.cpu else time.perf_counter)
         t_ours, t_jax = times["aotjax"] * 1e6, times["jax"] * 1e6
         target = f"{TARGETS[n]:.1f}x" if n in TARGETS else ""
         print(f"{n:>5}{t_ours:>15.1f}{t_jax:>12.1f}{t_ours / t_jax:>7.2f}x{target:>8}")

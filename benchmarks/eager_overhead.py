@@ -1,12 +1,14 @@
 """Per-op eager dispatch time: aotjax Tensors vs plain `jax.numpy`, same machine, same run.
 
-    python benchmarks/eager_overhead.py [--number 2000] [--repeat 7] [--size 32] [--profile OP]
+    python benchmarks/eager_overhead.py [--number 2000] [--repeat 7] [--size 32] [--cpu] [--profile OP]
 
 Each op is warmed up, then timed with `timeit` (`repeat` runs of `number` calls; the minimum run
 counts, as the least disturbed; the two sides' runs interleaved). Times are per call, in microseconds;
 dispatch is asynchronous in both libraries, so this measures the Python and dispatch overhead, not the
 kernels. The targets (issue 15): a geometric mean ratio of at most 1.1x, no op over 1.2x. In-place ops
-are compared with JAX's functional form, the caller rebinding its variable. `--profile OP` prints a cProfile of the aotjax side of one op.
+are compared with JAX's functional form, the caller rebinding its variable. `--cpu` times the process's CPU
+time instead of the wall clock (steadier on a shared machine). `--profile OP` prints a cProfile of the aotjax
+side of one op.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import cProfile
 import math
 import pstats
 import sys
+import time
 from pathlib import Path
 
 import jax
@@ -65,9 +68,9 @@ def warm_up(fn, number: int) -> None:
     jax.block_until_ready(jax.tree_util.tree_map(jnp.asarray, fn()))
 
 
-def run(number: int, repeat: int, size: int) -> None:
+def run(number: int, repeat: int, size: int, cpu: bool = False) -> None:
     print(f"eager dispatch per op, f32[{size},{size}] operands, {jax.devices()[0].platform}; "
-          f"min of {repeat} x {number} calls\n")
+          f"min of {repeat} x {number} calls{'; CPU time' if cpu else ''}\n")
     print(f"{'op':<16}{'aotjax µs':>12}{'jax µs':>10}{'ratio':>8}")
     ratios = []
     for name, ours, theirs in make_cases(size):
@@ -77,7 +80,8 @@ def run(number: int, repeat: int, size: int) -> None:
             print(f"{name:<16}{'n/a':>12}{'':>10}{'':>8}   ({e})")
             continue
         warm_up(theirs, number)
-        times = interleaved({"ours": ours, "jax": theirs}, number, repeat)
+        times = interleaved({"ours": ours, "jax": theirs}, number, repeat,
+                            time.process_time if cpu else time.perf_counter)
         t_ours, t_jax = times["ours"] * 1e6, times["jax"] * 1e6
         ratios.append(t_ours / t_jax)
         print(f"{name:<16}{t_ours:>12.1f}{t_jax:>10.1f}{ratios[-1]:>7.2f}x")
@@ -106,12 +110,13 @@ def main() -> None:
     parser.add_argument("--number", type=int, default=2000, help="calls per timing run")
     parser.add_argument("--repeat", type=int, default=7, help="timing runs (the minimum counts)")
     parser.add_argument("--size", type=int, default=32, help="operands are f32[size, size]")
+    parser.add_argument("--cpu", action="store_true", help="time CPU time, not the wall clock")
     parser.add_argument("--profile", metavar="OP", help="cProfile the aotjax side of one op instead")
     args = parser.parse_args()
     if args.profile:
         profile(args.profile, args.number, args.size)
     else:
-        run(args.number, args.repeat, args.size)
+        run(args.number, args.repeat, args.size, args.cpu)
 
 
 if __name__ == "__main__":

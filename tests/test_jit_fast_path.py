@@ -107,14 +107,17 @@ def test_scalars_are_values_and_their_type_is_part_of_the_signature():
     np.testing.assert_allclose(out.numpy(), [3, 5.5, 8])
 
 
-def test_a_static_value_misses():
+def test_a_static_value_misses(full_keys):
     f = aotjax.jit(lambda x, k: x * k, static_argnums=1)
     x = aotjax.arange(3)
-    for k in (2, 2, 2.0, 3, True):
+    for k in (2, 2, 2.0, 2.0, 3, True, True, 2):
         out, expected = f(x, k), x * k
         assert out.dtype == expected.dtype
         np.testing.assert_allclose(out.numpy(), expected.numpy())
     assert f.trace_count == 4
+    before = full_keys[0]
+    f(x, 2)  # the same static value as the last call: the fast path
+    assert full_keys[0] == before
 
 
 def test_captured_tensors_are_read_live_and_their_changes_miss():

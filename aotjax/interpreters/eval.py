@@ -127,8 +127,9 @@ def write(t: Tensor, new_value) -> None:
     eager_writes[0] += 1
 
 
-# NOTE: how many times an eager storage was given a new base (by `write`, or a compiled call's write-back): a compiled
-# call's fast path (`aotjax.runtime.fast_call`) trusts what it checked of its arguments' buffers while this is unchanged.
+# NOTE: how many times an eager storage was given a new base (by `write`, or a compiled call's write-back): a
+# compiled call's fast path (`aotjax.runtime.fast_call`) trusts what it checked of its arguments' buffers while this
+# is unchanged.
 eager_writes = [0]
 
 

@@ -72,7 +72,7 @@ class FastCall:
 
     __slots__ = ("n", "tensor_pos", "scalar_types", "implicit", "sig", "avals", "fn", "plain", "readers",
                  "donated", "forwards", "epoch", "writes", "bases", "outputs", "single", "meta", "generic",
-                 "mutated_pos", "base_pos", "single_base")
+                 "mutated_pos", "base_pos", "single_base", "statics")
 
     @classmethod
     def build(cls, fn: Callable, meta: BoundaryMeta, jaxpr, donated: tuple, mutated_pos: list, base_pos: list,
@@ -112,6 +112,7 @@ class FastCall:
         spec = meta.outputs[0] if self.single else None
         plain_base = spec is not None and spec.kind is OutKind.BASE and not spec.chain and spec.layout == (None, 0)
         self.single_base = base_pos[spec.index] if plain_base else None
+        self.statics = None  # what a caller with static arguments keeps of them, to compare (`jit`'s)
         return self
 
     def __call__(self, args: tuple) -> Any:

@@ -228,11 +228,15 @@ class Jitted:
         self.trace_count = 0
         functools.update_wrapper(self, fun, updated=())  # NOTE: not fun.__dict__: a wrapped Jitted has state
 
-    def _split(self, args, kwargs):
+    def _split(self, args, kwargs, positions: list | None = None):
+        """The call's flat dynamic arguments, their pytree structure and its static arguments as a cache key (the
+        static positions of this call are appended to `positions`, when given)."""
         dyn, statics = args, ()
         if self.static_argnums:
             dyn, static, _ = split_static(args, self.static_argnums, kwargs, self.what, self.fun)
             statics = guards.hashable_statics(tuple(args[i] for i in static), static, self.what)
+            if positions is not None:
+                positions.extend(static)
         leaves, in_tree = jax.tree_util.tree_flatten((dyn, kwargs))
         return leaves, in_tree, statics
 
@@ -246,10 +250,11 @@ class Jitted:
         fast = self._fast
         if fast is not None and not kwargs and not staging() and not (
                 self.checks if self.checks is not None else config.checks):
-            out = fast(args)
+            out = fast(args) if not self.static_argnums else self._fast_static(fast, args)
             if out is not fast_call.MISS:
                 return out
-        leaves, in_tree, statics = self._split(args, kwargs)
+        static_pos: list = []
+        leaves, in_tree, statics = self._split(args, kwargs, static_pos)
         signature = guards.call_key(leaves)
         if signature is None or guards.under_transform():
             if vmap_running():
@@ -265,13 +270,31 @@ class Jitted:
         key = (in_tree, statics, signature, self.checks_enabled)
         entry, full = self._live_entry(args, kwargs, key, leaves)
         fast_sig = None
-        if not kwargs and not self.static_argnums and entry.checks is None:
-            fast_sig = fast_call.signature(args, entry.staged.implicit)
+        if not kwargs and entry.checks is None:
+            dyn = tuple(a for i, a in enumerate(args) if i not in static_pos) if static_pos else args
+            fast_sig = fast_call.signature(dyn, entry.staged.implicit)
         out = entry.run(full, entry.fn)
-        self._fast = fast_call.FastCall.build(
-            entry.fn, entry.staged.meta, entry.staged.jaxpr, entry.donated, entry.mutated_pos, entry.base_pos, args,
-            entry.staged.implicit, fast_sig) if fast_sig is not None else None
+        self._fast = None
+        if fast_sig is not None:
+            self._fast = fast_call.FastCall.build(entry.fn, entry.staged.meta, entry.staged.jaxpr, entry.donated,
+                                                  entry.mutated_pos, entry.base_pos, dyn, entry.staged.implicit,
+                                                  fast_sig)
+            if self._fast is not None:
+                self._fast.statics = (len(args), tuple(static_pos), statics)
         return out
+
+    def _fast_static(self, fast: fast_call.FastCall, args: tuple) -> Any:
+        """`fast(dynamic arguments)` for a call whose static arguments are the last call's (equal, of the same
+        types), else `MISS`."""
+        n, positions, statics = fast.statics
+        if len(args) != n:
+            return fast_call.MISS
+        try:
+            if guards.hashable_statics(tuple(args[i] for i in positions)) != statics:
+                return fast_call.MISS
+        except TypeError:  # NOTE: unhashable: the full path says so
+            return fast_call.MISS
+        return fast(tuple(a for i, a in enumerate(args) if i not in positions))
 
     def _live_entry(self, args, kwargs, key, leaves) -> tuple[Any, list]:
         """The entry for `key` and the call's flat inputs, captured tensors included (traced again if they no
