@@ -188,13 +188,10 @@ class EvalTrace(Trace):
                 record_layout(prim, args, [t], params)
             return [t]
         if kind is _MUTATION and prim.metadata_view is None:  # NOTE: a data write: the functional op, then `write`
-            fn = _jitted.get(prim) if not params else None
-            if fn is None:
-                fn = executable(prim, params)
             vals = []
             for a in args:
                 vals.append(a._storage.base if type(a) is Tensor and not a._chain else operand(a))
-            new_values = run(fn, prim, vals, params)
+            new_values = impl(prim, vals, params)
             mutates = prim.mutates
             if len(mutates) == 1:
                 new_values = (new_values,)

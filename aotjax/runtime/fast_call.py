@@ -28,7 +28,9 @@ import numpy as np
 from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
 from aotjax.interpreters.eval import eager_writes, read, write
 from aotjax.runtime.boundary import BoundaryMeta, OutKind, apply
-from aotjax.tensor import Tensor, is_eager
+from aotjax.tensor import Storage, Tensor, is_eager
+
+_new = object.__new__
 
 MISS = object()  # what `FastCall.__call__` returns for a call it does not match
 
@@ -154,7 +156,7 @@ class FastCall:
                 if x._chain or not x._storage.owned:  # NOTE: only aotjax's own buffers are ever donated
                     vals[i] = jnp.copy(vals[i])
             if not checked or self.forwards or self.epoch != eager_writes[0]:
-                _unshare_donated(vals, donated)
+                unshare_donated(vals, donated)
         try:
             outs = self.fn(*vals)
         except SignatureChanged:
@@ -170,13 +172,16 @@ class FastCall:
                 write(target, outs[p])
             else:
                 storage = target._storage
-                storage.base = outs[p]
-                storage.owned = True
+                storage.base, storage.owned = outs[p], True
                 storage.version += 1
-        eager_writes[0] += 1
-        self.epoch = eager_writes[0]
-        if self.single_base is not None:  # NOTE: one output, a new value
-            return Tensor._wrap(outs[self.single_base])
+        self.epoch = eager_writes[0] = eager_writes[0] + 1
+        single = self.single_base
+        if single is not None:  # NOTE: one output, a new value (made inline, as `Tensor._wrap` does)
+            storage = _new(Storage)
+            storage.base, storage.version, storage.owned = outs[single], 0, True
+            t = _new(Tensor)
+            t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
+            return t
         return self._outputs(outs, full)
 
     def _fits(self, sig: list, tensors) -> bool:
@@ -220,7 +225,7 @@ def _reader(x, g) -> Callable:
     return lambda v, dtype=g.aval.dtype: np.asarray(v, dtype=dtype)
 
 
-def _unshare_donated(vals: list, donated: tuple) -> None:
+def unshare_donated(vals: list, donated: tuple) -> None:
     """Copy a donated input whose buffer is also another input of the call (an argument and a snapshot of it that
     an inner transform captured, say): XLA cannot donate a buffer the same call reads elsewhere."""
     others = {id(v) for i, v in enumerate(vals) if i not in donated}

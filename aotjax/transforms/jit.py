@@ -83,7 +83,7 @@ class _Entry:
         before anything is written back, once the donated inputs have their buffers back."""
         vals = [read_input(leaves[i]) for i, read_input in self.readers]
         if self.donated:
-            _unshare_donated(vals, self.donated)
+            fast_call.unshare_donated(vals, self.donated)
         outs = fn(*vals)
         if self.checks is not None and checked:
             error, outs = outs
@@ -177,16 +177,6 @@ def _reader(g, donated: bool):
     else:
         read_input = jnp.copy if donated else _identity
     return g.leaves[0][0], read_input
-
-
-def _unshare_donated(vals: list, donated: tuple) -> None:
-    """Copy a donated input whose buffer is also another input of the call (an argument and a snapshot of it that
-    an inner transform captured, say): XLA cannot donate a buffer the same call reads elsewhere."""
-    others = {id(v) for i, v in enumerate(vals) if i not in donated}
-    for i in donated:
-        if id(vals[i]) in others:
-            vals[i] = jnp.copy(vals[i])
-        others.add(id(vals[i]))
 
 
 def _read_storage(x):
