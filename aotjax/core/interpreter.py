@@ -193,7 +193,13 @@ def find_top_trace(args) -> Trace:
 
 def staging() -> bool:
     """Whether a staging transform (`make_jaxpr`, a `jit` being traced, ...) is the dynamic trace of this thread:
-    then even an op on eager values only is staged into its program."""
+    then even an op on eager values only is staged into its program.
+
+    >>> seen = []
+    >>> _ = aotjax.make_jaxpr(lambda x: seen.append(staging()) or x)(aotjax.ones(1))
+    >>> staging(), seen
+    (False, [True])
+    """
     return _state.dynamic.level > 0
 
 
@@ -238,7 +244,12 @@ def bind(prim: Primitive, *args, **params):
 
 def check_params(prim: Primitive, params: dict) -> None:
     """A TypeError naming `prim` and the param unless every value of `params` is hashable (they key the compile
-    caches)."""
+    caches).
+
+    >>> check_params(Primitive("demo"), {"perm": [1, 0]})
+    Traceback (most recent call last):
+    TypeError: demo: parameters must be hashable (they key the compile caches), but 'perm' (list) is not...
+    """
     try:
         hash(tuple(params.values()))
     except TypeError:
