@@ -184,3 +184,18 @@ def test_turning_checks_on_misses():
             pick(x, aotjax.tensor([3]))
     finally:
         aotjax.config.checks = False
+
+
+def test_the_fast_path_keeps_no_argument_data_alive():
+    import gc
+    import weakref
+
+    f = aotjax.jit(lambda a: a.add_(1).sum())
+    x = aotjax.ones(8)
+    f(x)
+    f(x)
+    storage = weakref.ref(x._storage)
+    del x
+    gc.collect()
+    assert storage() is None
+    assert float(f(aotjax.ones(8))) == 16.0

@@ -4,7 +4,8 @@
 hundred nanoseconds per argument. A loop calling a compiled step mostly repeats the last call: the same pytree
 structure (positional Tensors and Python scalars, no keyword), the same storages or storages of the same shapes
 and dtypes, the same layouts, no two arguments sharing memory. A `FastCall` remembers, for the entry that call
-ran, the last call's `(storage, view chain, strides, offset)` per tensor argument (captured tensors after them)
+ran, the last call's `(storage, view chain, strides, offset)` per tensor argument (captured tensors after them;
+the storages by weak reference, so that no argument's data is kept alive)
 and what the boundary does with the program's results, precomputed: which inputs it reads how, which buffers it
 donates, which inputs take which new bases, how the outputs are built. A call whose signature compares equal runs
 the program directly; one whose storages changed (a new batch) is checked once per changed tensor (its base's
@@ -19,6 +20,7 @@ input then; they are checked again whenever some storage has been given a new ba
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 import jax
@@ -68,6 +70,11 @@ def signature(args: tuple, implicit: list) -> list | None:
     return [(x._storage, x._chain, x._strides, x._offset) for x in (*tensors, *implicit)]
 
 
+def _weak(sig: list) -> list:
+    """`sig` holding its storages by weak reference: a compiled function keeps no argument's data alive."""
+    return [(weakref.ref(s), chain, strides, offset) for s, chain, strides, offset in sig]
+
+
 class FastCall:
     """The last call of one compiled entry, ready to be repeated (see the module docstring). Built by `build`;
     calling it with the next call's positional arguments returns the outputs, or `MISS`."""
@@ -93,7 +100,7 @@ class FastCall:
         self.tensor_pos = None if len(tensor_pos) == len(args) else tensor_pos
         self.scalar_types = [(i, type(x)) for i, x in enumerate(args) if not isinstance(x, Tensor)]
         self.implicit = implicit
-        self.sig = sig
+        self.sig = _weak(sig)
         self.avals = [(x.shape, x.dtype) for x in (*(args[i] for i in tensor_pos), *implicit)]
         self.fn = fn
         self.plain = not self.scalar_types and all(not s[1] for s in sig)
@@ -132,8 +139,9 @@ class FastCall:
         vals = []
         checked = True
         try:
-            for x, (storage, chain, strides, offset) in zip(tensors, self.sig):
-                if (x._storage is not storage or x._chain is not chain or x._strides is not strides
+            for x, (ref, chain, strides, offset) in zip(tensors, self.sig):
+                storage = x._storage
+                if (storage is not ref() or x._chain is not chain or x._strides is not strides
                         or x._offset is not offset):
                     checked = False
                     break
@@ -142,7 +150,7 @@ class FastCall:
                 sig = [(x._storage, x._chain, x._strides, x._offset) for x in tensors]
                 if not self._fits(sig, tensors):
                     return MISS
-                self.sig = sig
+                self.sig = _weak(sig)
                 vals = [s[0].base for s in sig]
         except AttributeError:  # NOTE: not a tensor where the last call had one
             return MISS
@@ -192,7 +200,7 @@ class FastCall:
         for new, old, aval, x in zip(sig, self.sig, self.avals, tensors):
             if new[1:] != old[1:]:
                 return False
-            if new[0] is not old[0]:
+            if new[0] is not old[0]():
                 if not is_eager(x):
                     return False
                 base = new[0].base
