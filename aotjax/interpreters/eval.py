@@ -146,13 +146,6 @@ _MUTATION = Kind.MUTATION
 contiguous_layout_rules: set = set()
 
 
-def _strided(args) -> bool:
-    for a in args:
-        if getattr(a, "_strides", None) is not None:
-            return True
-    return False
-
-
 class EvalTrace(Trace):
     def pure(self, x):
         return x
@@ -184,8 +177,14 @@ class EvalTrace(Trace):
             t = _new(Tensor)
             t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
             rule = prim.layout_rule  # NOTE: elementwise results keep their operands' layout
-            if rule is not None and (rule not in contiguous_layout_rules or _strided(args)):
-                record_layout(prim, args, [t], params)
+            if rule is not None:
+                if rule not in contiguous_layout_rules:
+                    record_layout(prim, args, [t], params)
+                else:
+                    for a in args:
+                        if getattr(a, "_strides", None) is not None:
+                            record_layout(prim, args, [t], params)
+                            break
             return [t]
         if kind is _MUTATION and prim.metadata_view is None:  # NOTE: a data write: the functional op, then `write`
             vals = []
