@@ -117,7 +117,9 @@ class Tensor:
     def shape(self) -> tuple[int, ...]:
         """The shape, as a tuple (PyTorch returns a `torch.Size`, a tuple subclass)."""
         a = self._aval
-        if a is None and not self._chain:
+        if a is not None:
+            return a.shape
+        if not self._chain:
             base = self._storage.base
             try:
                 return base.aval.shape  # NOTE: a jax.Array's aval is a plain attribute, its shape a property
@@ -129,7 +131,9 @@ class Tensor:
     def dtype(self) -> np.dtype:
         """The element type, a `numpy.dtype` (`aotjax.float32` is `numpy.dtype('float32')`)."""
         a = self._aval
-        if a is None and not self._chain:
+        if a is not None:
+            return a.dtype
+        if not self._chain:
             base = self._storage.base
             try:
                 return base.aval.dtype  # NOTE: as in `shape`
