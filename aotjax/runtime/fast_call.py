@@ -34,7 +34,7 @@ from aotjax.tensor import Storage, Tensor, is_eager
 
 _new = object.__new__
 
-MISS = object()  # what `FastCall.__call__` returns for a call it does not match
+MISS = object()  # what `FastCall.run` returns for a call it does not match
 
 
 class SignatureChanged(Exception):
@@ -77,7 +77,7 @@ def _weak(sig: list) -> list:
 
 class FastCall:
     """The last call of one compiled entry, ready to be repeated (see the module docstring). Built by `build`;
-    calling it with the next call's positional arguments returns the outputs, or `MISS`."""
+    `run` with the next call's positional arguments returns the outputs, or `MISS`."""
 
     __slots__ = ("n", "tensor_pos", "scalar_types", "implicit", "sig", "avals", "fn", "plain", "readers",
                  "donated", "forwards", "epoch", "writes", "bases", "outputs", "single", "meta", "generic",
@@ -124,7 +124,8 @@ class FastCall:
         self.statics = None  # what a caller with static arguments keeps of them, to compare (`jit`'s)
         return self
 
-    def __call__(self, args: tuple) -> Any:
+    def run(self, args: tuple) -> Any:
+        """The outputs of the call with positional `args`, or `MISS`."""
         # NOTE: this runs once per compiled call: loops rather than comprehensions (cheaper on Python 3.11), one
         # pass reading each tensor's signature and its base.
         if len(args) != self.n:

@@ -240,7 +240,7 @@ class Jitted:
         fast = self._fast
         if fast is not None and not kwargs and not staging() and not (
                 self.checks if self.checks is not None else config.checks):
-            out = fast(args) if not self.static_argnums else self._fast_static(fast, args)
+            out = fast.run(args) if not self.static_argnums else self._fast_static(fast, args)
             if out is not fast_call.MISS:
                 return out
         static_pos: list = []
@@ -274,7 +274,7 @@ class Jitted:
         return out
 
     def _fast_static(self, fast: fast_call.FastCall, args: tuple) -> Any:
-        """`fast(dynamic arguments)` for a call whose static arguments are the last call's (equal, of the same
+        """`fast.run(dynamic arguments)` for a call whose static arguments are the last call's (equal, of the same
         types), else `MISS`."""
         n, positions, statics = fast.statics
         if len(args) != n:
@@ -284,7 +284,7 @@ class Jitted:
                 return fast_call.MISS
         except TypeError:  # NOTE: unhashable: the full path says so
             return fast_call.MISS
-        return fast(tuple(a for i, a in enumerate(args) if i not in positions))
+        return fast.run(tuple(a for i, a in enumerate(args) if i not in positions))
 
     def _live_entry(self, args, kwargs, key, leaves) -> tuple[Any, list]:
         """The entry for `key` and the call's flat inputs, captured tensors included (traced again if they no
