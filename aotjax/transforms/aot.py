@@ -73,6 +73,7 @@ from aotjax.ops.calls import AotEntry, AotVJP, Program, aot_call_p
 from aotjax.partition import JointInfo, Partitioned, default_partition
 from aotjax.partition.loops import repartition_loop_bodies
 from aotjax.runtime import boundary, guards
+from aotjax.transforms.aot_grad import differentiate_eagerly
 from aotjax.transforms.aot_signature import (  # noqa: F401
     Descriptor,
     Residual,
@@ -200,6 +201,7 @@ class _AotEntry(AotEntry):
         if aot.inference_compiler is not None or aot.fw_compiler is not xla_compiler:
             self.plain.fn, self.plain.checks = self.inference, None  # NOTE: a user compiler runs plain calls too
         self._vjps: dict = {}
+        self._fast: dict = {}  # (argnums, has_aux) -> the plan of `aot_grad`, or None where it does not apply
 
     def vjp(self, wanted: tuple | None = None) -> "_AotVJP":
         """The forward and backward programs differentiating the inputs marked in `wanted` (default:
@@ -274,6 +276,11 @@ class Aot(Jitted):
         key = (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled)
         entry, leaves = self._live_entry(args, kwargs, key, leaves)
         return bind_staged(entry.staged, leaves, functools.partial(aot_call_p.bind, entry=entry))
+
+    def _differentiate_eagerly(self, args, kwargs, argnums, has_aux):
+        """`grad`/`value_and_grad`/`vjp` of this function on eager arguments, on its cached programs with no
+        tracing; None to take the transform's general path (see `aotjax.transforms.aot_grad`)."""
+        return differentiate_eagerly(self, args, kwargs, argnums, has_aux)
 
     def lower(self, *args, **kwargs) -> "AotLowered":
         """Trace, functionalize, build the joint and partition it for these arguments; nothing runs and

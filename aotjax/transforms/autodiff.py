@@ -57,6 +57,8 @@ def _as_tensors(args: Sequence, argnums: Sequence[int]) -> list:
     """The arguments, with Python scalars at `argnums` made 0-d tensors (so they can be differentiated)."""
     args = list(args)
     for i in argnums:
+        if isinstance(args[i], Tensor):
+            continue
         args[i] = jax.tree_util.tree_map(lambda x: as_tensor(x) if isinstance(x, _SCALARS) else x, args[i])
     return args
 
@@ -237,6 +239,11 @@ def _value_and_grad(fun: Callable, argnums, has_aux: bool, what: str) -> Callabl
     def wrapped(*args, **kwargs):
         argnums_t = call_argnums(argnums_given, len(args), what, fun)
         args = _as_tensors(args, argnums_t)
+        eager = getattr(fun, "_differentiate_eagerly", None)  # an aot function: its programs, no tracing
+        if eager is not None and (ran := eager(tuple(args), kwargs, argnums_t, has_aux)) is not None:
+            finish, cotangents = ran
+            grads = cotangents()  # NOTE: the backward before the write-back, as below
+            return finish(), grads[0] if single else tuple(grads)
         call = PureCall(fun, args, kwargs, has_aux, "grad")
         diff_leaves = _leaf_range(args, argnums_t)
         _check_differentiable("grad", call.leaves, diff_leaves)

@@ -1,0 +1,213 @@
+"""`grad`, `value_and_grad` and `vjp` of an `aot` function called on eager arguments: its compiled forward and
+backward programs run directly, with no tracing per call.
+
+Differentiating a function traces it (functionalize, jvp, partial_eval) and transposes what it recorded; when
+the function is an aot function, what that trace records is one `aot_call` whose jvp runs the compiled forward
+and whose transpose runs the compiled backward. The Python around those two calls (the interpreters entered,
+the linear program recorded and transposed) cost 20 times the two executables on a tiny function. So when the
+differentiated function *is* an aot function (`grad(aot(f))`), its arguments are eager and nothing traces the
+caller, the transforms call `Aot._differentiate_eagerly`, which does what that trace would do:
+
+    read        one value per input group (the arguments' storages), as the plain call reads them, donating nothing
+    forward     the compiled forward: the outputs, the written inputs' new values, the bases, the residuals
+    backward    the compiled backward on the residuals and the cotangents (the seed in the loss's slot, zeros
+                in the other differentiated outputs' slots)
+    boundary    the plain call's write-back and output replay (`boundary.apply`), after the backward succeeded
+    cotangents  per differentiated argument, its group's cotangent read through its view (aliased arguments)
+
+A plan (`_Plan`) per aot entry (the call cache's key: avals, layouts, aliasing, captured state, static values),
+differentiated arguments, `has_aux` and kind (grad or vjp) says where everything goes; a call that matches no
+entry, or whose plan does not apply (the loss is a view or an input, an argument is not a floating-point tensor,
+run-time checks are on, ...), returns None and the transform takes its general path, which handles (and reports)
+every case.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from aotjax.core import views
+from aotjax.core.interpreter import bind as _bind
+from aotjax.interpreters.ad_util import is_differentiable
+from aotjax.runtime import boundary, guards
+from aotjax.runtime.boundary import GroupKind, OutKind, Slot
+from aotjax.transforms.jit import _reader, _wrap
+
+__all__ = ["differentiate_eagerly"]
+
+_CACHED_ZEROS_BYTES = 1 << 16  # NOTE: zero cotangents up to this size are made once per plan, larger ones per call
+
+
+def differentiate_eagerly(aot, args: Sequence, kwargs: dict, argnums: tuple[int, ...] | None, has_aux: bool):
+    """`(out, cotangents_fn)` for `aot(*args, **kwargs)` differentiated with respect to positional arguments
+    `argnums` (None: every floating-point leaf, as `vjp`), run on the cached programs; None when the call must take
+    the transform's general path. `out` is what the function returned (the boundary applied: inputs written,
+    outputs replayed); `cotangents_fn(cts)` maps one cotangent per main output leaf (None: a ones seed for the
+    scalar loss) to the cotangents, per argument of `argnums`, as pytrees of its structure (per flat argument
+    leaf, when `argnums` is None).
+
+    NOTE: the forward runs now; the backward runs when `cotangents_fn` is called (grad calls it at once, before the
+    boundary is applied, as its general path does)."""
+    if aot.checks_enabled or guards.under_transform():
+        return None
+    leaves, in_tree, statics = aot._split(args, kwargs)
+    statics = guards.hashable_statics(statics) if statics else ()  # NOTE: as `Aot.__call__`, to share its entries
+    signature = guards.call_key(leaves)
+    if signature is None:
+        return None
+    entry = aot._cache.get((in_tree, statics, signature, False))
+    if entry is None:
+        # NOTE: the general path stages under the abstract key; the next call finds that entry here
+        key = (in_tree, statics, guards.abstract_key(leaves), False)
+        entry = aot._cache.get(key)
+        if entry is None:
+            return None
+        aot._cache.setdefault((in_tree, statics, signature, False), entry)
+    full = entry.staged.call_leaves(leaves)
+    if full is None:
+        return None
+    plan_key = (argnums, has_aux)
+    plan = entry._fast.get(plan_key, False)
+    if plan is False:
+        plan = entry._fast.setdefault(plan_key, _make_plan(entry, in_tree, aot.static_argnums, argnums, has_aux))
+    if plan is None:
+        return None
+    return plan.run(full)
+
+
+class _Plan:
+    """Where everything goes when one aot entry is differentiated eagerly (see the module docstring): made once per
+    entry, differentiated arguments and `has_aux`, so that a call does list indexing and the two executable calls."""
+
+    def __init__(self, entry, vjp, diff_leaves: list[int], arg_trees: list, main_pos: list[int]):
+        meta = entry.staged.meta
+        self.meta, self.vjp = meta, vjp
+        self.readers = [_reader(g, False) for g in meta.groups]
+        positions = {slot: i for i, slot in enumerate(meta.layout)}
+        self.base_pos = [positions[(Slot.BASE, k)] for k in range(meta.n_bases)]
+        self.mutated_pos = [positions[(Slot.MUTATED, g)] for g in meta.mutated]
+        n_out = len(vjp.diff_out)
+        returned = iter(range(n_out, n_out + sum(i is None for i in vjp.saved_inputs)))
+        self.residuals = [(True, i) if i is not None else (False, next(returned)) for i in vjp.saved_inputs]
+        # the backward's cotangent inputs: one per differentiated output; the loss's slot takes a ones seed, the
+        # others zeros (made once when small; jax arrays are immutable and no program donates them)
+        diff_pos = [k for k, d in enumerate(vjp.diff_out) if d]
+        self.ct_avals = [vjp.out_avals[k] for k in diff_pos]
+        self.cts = [_zeros(a) if a.nbytes <= _CACHED_ZEROS_BYTES else None for a in self.ct_avals]
+        (seed_slot,) = [diff_pos.index(p) for p in main_pos]
+        self.cts[seed_slot] = jnp.ones((), self.ct_avals[seed_slot].dtype)
+        self.cached_cts = all(c is not None for c in self.cts)
+        # per differentiated argument leaf: which backward output is its group's cotangent, and its view in the group
+        diff_groups = [gi for gi, d in enumerate(vjp.diff_in) if d]
+        table = {}
+        for gi, g in enumerate(meta.groups):
+            for idxs, chain in zip(g.leaves, g.chains, strict=True):
+                for i in idxs:
+                    table.setdefault(i, (diff_groups.index(gi) if gi in diff_groups else None, chain))
+        self.diff_leaves = [table[i] for i in diff_leaves]
+        self.plain = all(not chain for _, chain in self.diff_leaves) and len({j for j, _ in self.diff_leaves}) == len(
+            self.diff_leaves)  # NOTE: no views, no object passed twice: one new tensor per backward output
+        self.arg_trees = arg_trees
+        self.single_leaves = all(t.num_leaves == 1 and jax.tree_util.treedef_is_leaf(t) for t in arg_trees)
+
+    def run(self, full: list):
+        """`(finish, cotangents)`: the forward has run; `cotangents()` runs the backward and returns the cotangents
+        per differentiated argument; `finish()` applies the boundary and returns the function's output."""
+        vals = [read_input(full[i]) for i, read_input in self.readers]
+        outs = _callable(self.vjp.forward)(*vals)
+        residuals = [vals[i] if primal else outs[i] for primal, i in self.residuals]
+
+        def cotangents():
+            cts = self.cts if self.cached_cts else [c if c is not None else _zeros(a)
+                                                    for c, a in zip(self.cts, self.ct_avals, strict=True)]
+            in_cts = _callable(self.vjp.backward)(*residuals, *cts)
+            # NOTE: jax's executables never return an input's buffer as an output: these tensors own new buffers
+            if self.plain:
+                leaf_cts = [_wrap(in_cts[j]) for j, _ in self.diff_leaves]
+            else:
+                wrapped: dict = {}
+                leaf_cts = []
+                for j, chain in self.diff_leaves:
+                    ct = wrapped.get(j)
+                    if ct is None:
+                        ct = wrapped[j] = _wrap(in_cts[j])
+                    leaf_cts.append(views.apply_chain(_bind, ct, chain).clone() if chain else ct)
+            if self.single_leaves:
+                return leaf_cts
+            out, start = [], 0
+            for tree in self.arg_trees:
+                n = tree.num_leaves
+                out.append(jax.tree_util.tree_unflatten(tree, leaf_cts[start:start + n]))
+                start += n
+            return out
+
+        def finish():
+            return boundary.apply(self.meta, full, [outs[i] for i in self.mutated_pos],
+                                  [outs[i] for i in self.base_pos], wrap=_wrap)
+
+        return finish, cotangents
+
+
+def _callable(program):
+    """What runs `program` on flat arrays: XLA's executable itself (compiled on first use), or the program, which
+    checks what a user compiler's callable returns."""
+    return program if program.check_calls else program.executable
+
+
+def _zeros(aval):
+    return jnp.zeros(aval.shape, aval.dtype)
+
+
+def _make_plan(entry, in_tree, static_argnums: Sequence[int], argnums: tuple[int, ...] | None,
+               has_aux: bool) -> _Plan | None:
+    """The plan for `entry` differentiated at `argnums`, or None when the eager path does not apply."""
+    meta = entry.staged.meta
+    (dyn_tree, _kw_tree) = in_tree.children()
+    arg_trees = dyn_tree.children()
+    starts = np.cumsum([0] + [t.num_leaves for t in arg_trees])
+    group_of = {i: gi for gi, g in enumerate(meta.groups) for idxs in g.leaves for i in idxs}
+    if argnums is None:
+        return None  # NOTE: vjp's leaves: not yet
+    if any(a in static_argnums for a in argnums):
+        return None
+    dyn = [a - sum(s < a for s in static_argnums) for a in argnums]
+    if any(not 0 <= a < len(arg_trees) for a in dyn):
+        return None
+    diff_leaves = [i for a in dyn for i in range(starts[a], starts[a + 1])]
+    for i in diff_leaves:
+        g = meta.groups[group_of[i]] if i in group_of else None
+        if g is None or g.kind is not GroupKind.TENSOR or not is_differentiable(g.aval.dtype):
+            return None
+    diff_groups = {group_of[i] for i in diff_leaves}
+    wanted = tuple(gi in diff_groups for gi in range(len(meta.groups)))
+    main_leaves = _main_leaves(meta.out_tree, has_aux)
+    if main_leaves is None or len(main_leaves) != 1:
+        return None
+    main_pos = []
+    for k in main_leaves:
+        spec = meta.outputs[k]
+        if spec.kind is not OutKind.BASE or spec.chain:
+            return None
+        main_pos.append(meta.layout.index((Slot.BASE, spec.index)))
+    vjp = entry.vjp(wanted)
+    for p in main_pos:
+        aval = vjp.out_avals[p]
+        if not vjp.diff_out[p] or aval.shape != () or not is_differentiable(aval.dtype):
+            return None
+    return _Plan(entry, vjp, diff_leaves, [arg_trees[a] for a in dyn], main_pos)
+
+
+def _main_leaves(out_tree, has_aux: bool) -> list[int] | None:
+    """The flat output indices of the differentiated output (the whole output, or with `has_aux` the first of the
+    pair the function returns), or None when the output is not such a pair."""
+    tree = jax.tree_util.tree_unflatten(out_tree, list(range(out_tree.num_leaves)))
+    if has_aux:
+        if not (isinstance(tree, tuple) and len(tree) == 2):
+            return None
+        tree = tree[0]
+    return jax.tree_util.tree_leaves(tree)
+
+
