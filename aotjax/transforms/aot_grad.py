@@ -32,6 +32,7 @@ import numpy as np
 from aotjax.core import views
 from aotjax.core.interpreter import bind as _bind
 from aotjax.interpreters.ad_util import is_differentiable
+from aotjax.interpreters.eval import read
 from aotjax.runtime import boundary, guards
 from aotjax.runtime.boundary import GroupKind, OutKind, Slot
 from aotjax.transforms.jit import _reader, _wrap
@@ -42,15 +43,15 @@ _CACHED_ZEROS_BYTES = 1 << 16  # NOTE: zero cotangents up to this size are made 
 
 
 def differentiate_eagerly(aot, args: Sequence, kwargs: dict, argnums: tuple[int, ...] | None, has_aux: bool):
-    """`(out, cotangents_fn)` for `aot(*args, **kwargs)` differentiated with respect to positional arguments
+    """`(finish, cotangents)` for `aot(*args, **kwargs)` differentiated with respect to positional arguments
     `argnums` (None: every floating-point leaf, as `vjp`), run on the cached programs; None when the call must take
-    the transform's general path. `out` is what the function returned (the boundary applied: inputs written,
-    outputs replayed); `cotangents_fn(cts)` maps one cotangent per main output leaf (None: a ones seed for the
-    scalar loss) to the cotangents, per argument of `argnums`, as pytrees of its structure (per flat argument
-    leaf, when `argnums` is None).
+    the transform's general path. The forward has run; `finish()` applies the boundary (inputs written, outputs
+    replayed) and returns what the function returned; `cotangents()` (grad: the loss seeded with ones) runs the
+    backward and returns the cotangents of the leaves of `argnums`, in order; `cotangents(cts)` (vjp: one cotangent
+    per leaf of the differentiated output) returns them by flat argument index, differentiated leaves only.
 
-    NOTE: the forward runs now; the backward runs when `cotangents_fn` is called (grad calls it at once, before the
-    boundary is applied, as its general path does)."""
+    NOTE: grad runs the backward before it applies the boundary, as its general path does: an exception leaves
+    every input as it was."""
     if aot.checks_enabled or guards.under_transform():
         return None
     leaves, in_tree, statics = aot._split(args, kwargs)
@@ -58,17 +59,15 @@ def differentiate_eagerly(aot, args: Sequence, kwargs: dict, argnums: tuple[int,
     signature = guards.call_key(leaves)
     if signature is None:
         return None
-    entry = aot._cache.get((in_tree, statics, signature, False))
+    key = (in_tree, statics, signature, False)
+    entry = aot._cache.get(key)
     if entry is None:
-        # NOTE: the general path stages under the abstract key; the next call finds that entry here
-        key = (in_tree, statics, guards.abstract_key(leaves), False)
-        entry = aot._cache.get(key)
-        if entry is None:
-            return None
-        aot._cache.setdefault((in_tree, statics, signature, False), entry)
-    full = entry.staged.call_leaves(leaves)
-    if full is None:
-        return None
+        # NOTE: an entry the general path made (under a transform, keyed by abstract values) serves when it reads no
+        # captured tensor (whose guard holds only for tracers); otherwise the entry is made here, as a plain call would
+        entry = aot._cache.get((in_tree, statics, guards.abstract_key(leaves), False))
+        if entry is not None and not entry.staged.implicit:
+            aot._cache.setdefault(key, entry)
+    entry, full = aot._live_entry(args, kwargs, key, leaves)
     plan_key = (argnums, has_aux)
     plan = entry._fast.get(plan_key, False)
     if plan is False:
@@ -80,9 +79,11 @@ def differentiate_eagerly(aot, args: Sequence, kwargs: dict, argnums: tuple[int,
 
 class _Plan:
     """Where everything goes when one aot entry is differentiated eagerly (see the module docstring): made once per
-    entry, differentiated arguments and `has_aux`, so that a call does list indexing and the two executable calls."""
+    entry, differentiated arguments and `has_aux`, so that a call does list indexing and the two executable calls.
+    `main_pos`: the forward outputs the differentiated output's leaves are; `seed`: grad's (one scalar leaf, a ones
+    cotangent) rather than vjp's (the caller's cotangents)."""
 
-    def __init__(self, entry, vjp, diff_leaves: list[int], arg_trees: list, main_pos: list[int]):
+    def __init__(self, entry, vjp, diff_leaves: list[int], main_pos: list[int], seed: bool):
         meta = entry.staged.meta
         self.meta, self.vjp = meta, vjp
         self.readers = [_reader(g, False) for g in meta.groups]
@@ -92,13 +93,15 @@ class _Plan:
         n_out = len(vjp.diff_out)
         returned = iter(range(n_out, n_out + sum(i is None for i in vjp.saved_inputs)))
         self.residuals = [(True, i) if i is not None else (False, next(returned)) for i in vjp.saved_inputs]
-        # the backward's cotangent inputs: one per differentiated output; the loss's slot takes a ones seed, the
-        # others zeros (made once when small; jax arrays are immutable and no program donates them)
+        # the backward's cotangent inputs: one per differentiated output; zeros but in the main outputs' slots (made
+        # once when small: jax arrays are immutable and no program donates them)
         diff_pos = [k for k, d in enumerate(vjp.diff_out) if d]
         self.ct_avals = [vjp.out_avals[k] for k in diff_pos]
         self.cts = [_zeros(a) if a.nbytes <= _CACHED_ZEROS_BYTES else None for a in self.ct_avals]
-        (seed_slot,) = [diff_pos.index(p) for p in main_pos]
-        self.cts[seed_slot] = jnp.ones((), self.ct_avals[seed_slot].dtype)
+        self.main_slots = [diff_pos.index(p) for p in main_pos]
+        if seed:
+            (slot,) = self.main_slots
+            self.cts[slot] = jnp.ones((), self.ct_avals[slot].dtype)
         self.cached_cts = all(c is not None for c in self.cts)
         # per differentiated argument leaf: which backward output is its group's cotangent, and its view in the group
         diff_groups = [gi for gi, d in enumerate(vjp.diff_in) if d]
@@ -107,48 +110,53 @@ class _Plan:
             for idxs, chain in zip(g.leaves, g.chains, strict=True):
                 for i in idxs:
                     table.setdefault(i, (diff_groups.index(gi) if gi in diff_groups else None, chain))
-        self.diff_leaves = [table[i] for i in diff_leaves]
-        self.plain = all(not chain for _, chain in self.diff_leaves) and len({j for j, _ in self.diff_leaves}) == len(
-            self.diff_leaves)  # NOTE: no views, no object passed twice: one new tensor per backward output
-        self.arg_trees = arg_trees
-        self.single_leaves = all(t.num_leaves == 1 and jax.tree_util.treedef_is_leaf(t) for t in arg_trees)
+        self.diff_leaves = [(i, *table[i]) for i in diff_leaves]
+        self.plain = all(not chain for _, _, chain in self.diff_leaves) and len(
+            {j for _, j, _ in self.diff_leaves}) == len(self.diff_leaves)  # NOTE: no views, no object passed twice
 
     def run(self, full: list):
-        """`(finish, cotangents)`: the forward has run; `cotangents()` runs the backward and returns the cotangents
-        per differentiated argument; `finish()` applies the boundary and returns the function's output."""
+        """`(finish, cotangents)`: the forward has run; `cotangents(main_cts=None)` runs the backward and returns the
+        differentiated leaves' cotangents (a dict by flat argument index for vjp, a list for grad); `finish()`
+        applies the boundary and returns the function's output."""
         vals = [read_input(full[i]) for i, read_input in self.readers]
         outs = _callable(self.vjp.forward)(*vals)
         residuals = [vals[i] if primal else outs[i] for primal, i in self.residuals]
 
-        def cotangents():
+        def cotangents(main_cts: Sequence | None = None):
             cts = self.cts if self.cached_cts else [c if c is not None else _zeros(a)
                                                     for c, a in zip(self.cts, self.ct_avals, strict=True)]
+            if main_cts is not None:
+                cts = self._with_main(list(cts), main_cts)
             in_cts = _callable(self.vjp.backward)(*residuals, *cts)
             # NOTE: jax's executables never return an input's buffer as an output: these tensors own new buffers
             if self.plain:
-                leaf_cts = [_wrap(in_cts[j]) for j, _ in self.diff_leaves]
+                leaf_cts = [_wrap(in_cts[j]) for _, j, _ in self.diff_leaves]
             else:
                 wrapped: dict = {}
                 leaf_cts = []
-                for j, chain in self.diff_leaves:
+                for _, j, chain in self.diff_leaves:
                     ct = wrapped.get(j)
                     if ct is None:
                         ct = wrapped[j] = _wrap(in_cts[j])
                     leaf_cts.append(views.apply_chain(_bind, ct, chain).clone() if chain else ct)
-            if self.single_leaves:
+            if main_cts is None:
                 return leaf_cts
-            out, start = [], 0
-            for tree in self.arg_trees:
-                n = tree.num_leaves
-                out.append(jax.tree_util.tree_unflatten(tree, leaf_cts[start:start + n]))
-                start += n
-            return out
+            return {i: ct for (i, _, _), ct in zip(self.diff_leaves, leaf_cts, strict=True)}
 
         def finish():
             return boundary.apply(self.meta, full, [outs[i] for i in self.mutated_pos],
                                   [outs[i] for i in self.base_pos], wrap=_wrap)
 
         return finish, cotangents
+
+    def _with_main(self, cts: list, main_cts: Sequence) -> list:
+        """`cts` with the caller's cotangents of the main outputs in their slots (summed where outputs share one)."""
+        filled = set()
+        for slot, ct in zip(self.main_slots, main_cts, strict=True):
+            value = jnp.asarray(read(ct), self.ct_avals[slot].dtype)
+            cts[slot] = cts[slot] + value if slot in filled else value
+            filled.add(slot)
+        return cts
 
 
 def _callable(program):
@@ -163,28 +171,27 @@ def _zeros(aval):
 
 def _make_plan(entry, in_tree, static_argnums: Sequence[int], argnums: tuple[int, ...] | None,
                has_aux: bool) -> _Plan | None:
-    """The plan for `entry` differentiated at `argnums`, or None when the eager path does not apply."""
+    """The plan for `entry` differentiated at positional arguments `argnums` (None: vjp, every floating-point
+    leaf), or None when the eager path does not apply."""
     meta = entry.staged.meta
-    (dyn_tree, _kw_tree) = in_tree.children()
-    arg_trees = dyn_tree.children()
-    starts = np.cumsum([0] + [t.num_leaves for t in arg_trees])
     group_of = {i: gi for gi, g in enumerate(meta.groups) for idxs in g.leaves for i in idxs}
     if argnums is None:
-        return None  # NOTE: vjp's leaves: not yet
-    if any(a in static_argnums for a in argnums):
-        return None
-    dyn = [a - sum(s < a for s in static_argnums) for a in argnums]
-    if any(not 0 <= a < len(arg_trees) for a in dyn):
-        return None
-    diff_leaves = [i for a in dyn for i in range(starts[a], starts[a + 1])]
-    for i in diff_leaves:
-        g = meta.groups[group_of[i]] if i in group_of else None
-        if g is None or g.kind is not GroupKind.TENSOR or not is_differentiable(g.aval.dtype):
+        if static_argnums:
             return None
+        diff_leaves = [i for i, gi in sorted(group_of.items()) if meta.groups[gi].kind is not GroupKind.SCALAR
+                       and is_differentiable(meta.groups[gi].aval.dtype) and i < in_tree.num_leaves]
+    else:
+        diff_leaves = _argnum_leaves(in_tree, static_argnums, argnums)
+        if diff_leaves is None:
+            return None
+        for i in diff_leaves:
+            g = meta.groups[group_of[i]] if i in group_of else None
+            if g is None or g.kind is not GroupKind.TENSOR or not is_differentiable(g.aval.dtype):
+                return None
     diff_groups = {group_of[i] for i in diff_leaves}
     wanted = tuple(gi in diff_groups for gi in range(len(meta.groups)))
     main_leaves = _main_leaves(meta.out_tree, has_aux)
-    if main_leaves is None or len(main_leaves) != 1:
+    if main_leaves is None or (argnums is not None and len(main_leaves) != 1):
         return None
     main_pos = []
     for k in main_leaves:
@@ -195,9 +202,22 @@ def _make_plan(entry, in_tree, static_argnums: Sequence[int], argnums: tuple[int
     vjp = entry.vjp(wanted)
     for p in main_pos:
         aval = vjp.out_avals[p]
-        if not vjp.diff_out[p] or aval.shape != () or not is_differentiable(aval.dtype):
+        if not vjp.diff_out[p] or not is_differentiable(aval.dtype) or (argnums is not None and aval.shape != ()):
             return None
-    return _Plan(entry, vjp, diff_leaves, [arg_trees[a] for a in dyn], main_pos)
+    return _Plan(entry, vjp, diff_leaves, main_pos, seed=argnums is not None)
+
+
+def _argnum_leaves(in_tree, static_argnums: Sequence[int], argnums: tuple[int, ...]) -> list[int] | None:
+    """The flat indices (among the non-static arguments' leaves) of the leaves of positional arguments `argnums`;
+    None if one is static."""
+    if any(a in static_argnums for a in argnums):
+        return None
+    arg_trees = in_tree.children()[0].children()
+    starts = np.cumsum([0] + [t.num_leaves for t in arg_trees])
+    dyn = [a - sum(s < a for s in static_argnums) for a in argnums]
+    if any(not 0 <= a < len(arg_trees) for a in dyn):
+        return None
+    return [i for a in dyn for i in range(starts[a], starts[a + 1])]
 
 
 def _main_leaves(out_tree, has_aux: bool) -> list[int] | None:
@@ -209,5 +229,3 @@ def _main_leaves(out_tree, has_aux: bool) -> list[int] | None:
             return None
         tree = tree[0]
     return jax.tree_util.tree_leaves(tree)
-
-
