@@ -27,7 +27,6 @@ import math
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jax
@@ -150,23 +149,14 @@ def _chain(n: int, jnp_ops: bool):
     return f
 
 
-def _best(fn, repeat: int) -> float:
-    best = math.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def trace_rows(table: Table, small: int, repeat: int) -> None:
     x, jx = aotjax.ones(8), jnp.ones(8)
     times, eqns = {}, {}
     for n in (small, 5 * small):
         f, f_jnp = _chain(n, False), _chain(n, True)
         eqns[n] = len(aotjax.make_jaxpr(aotjax.grad(f))(x).eqns)
-        times[n] = (_best(lambda f=f: aotjax.make_jaxpr(aotjax.grad(f))(x), repeat),
-                    _best(lambda f_jnp=f_jnp: jax.make_jaxpr(jax.grad(f_jnp))(jx), repeat))
+        times[n] = (grad_step._best(lambda f=f: aotjax.make_jaxpr(aotjax.grad(f))(x), repeat),
+                    grad_step._best(lambda f_jnp=f_jnp: jax.make_jaxpr(jax.grad(f_jnp))(jx), repeat))
     big = 5 * small
     growth = [times[big][k] / times[small][k] for k in (0, 1)]
     table.add(f"make_jaxpr(grad(f)) growth, {eqns[small]} -> {eqns[big]} eqns", f"{growth[0]:.2f}",
@@ -194,7 +184,7 @@ def min_cut_row(table: Table, layers: int, batch: int, seq: int, width: int, hea
 
     aotjax.aot(loss, partition=keep).lower(params, x, x)
     partition = min_cut_partition(memory_budget=0.5)
-    t = _best(lambda: partition(joints[0]), repeat)
+    t = grad_step._best(lambda: partition(joints[0]), repeat)
     table.add(f"min_cut_partition(0.5), {layers}-layer transformer ({len(joints[0].jaxpr.eqns)} eqns)", _ms(t),
               "-", None, "<= 300 ms")
 

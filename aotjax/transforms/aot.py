@@ -18,6 +18,10 @@ and per set of differentiated inputs, on first differentiation, `_vjp_passes`
     partition          forward + backward programs (`aotjax.partition`)
     lower forward/backward   fw_compiler / bw_compiler, each when its program first runs
 
+Differentiated on eager arguments (`grad(aot(f))(x)`, `value_and_grad`, `vjp`), an aot function runs its cached
+forward and backward executables directly, with no per-call tracing (`aotjax.transforms.aot_grad`); under another
+transform, or where that path does not apply, `aot_call`'s rules run them.
+
 **The signature.** Forward inputs: one primal per input group (the arguments' leaves in
 `jax.tree_util` flatten order; arguments sharing a storage share one synthetic base). Forward outputs:
 the user's new output values, then the written inputs' new values, then the intermediate bases

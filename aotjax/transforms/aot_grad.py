@@ -61,13 +61,15 @@ def differentiate_eagerly(aot, args: Sequence, kwargs: dict, argnums: tuple[int,
         return None
     key = (in_tree, statics, signature, False)
     entry = aot._cache.get(key)
-    if entry is None:
-        # NOTE: an entry the general path made (under a transform, keyed by abstract values) serves when it reads no
-        # captured tensor (whose guard holds only for tracers); otherwise the entry is made here, as a plain call would
-        entry = aot._cache.get((in_tree, statics, guards.abstract_key(leaves), False))
-        if entry is not None and not entry.staged.implicit:
-            aot._cache.setdefault(key, entry)
-    entry, full = aot._live_entry(args, kwargs, key, leaves)
+    full = entry.staged.call_leaves(leaves) if entry is not None else None
+    if full is None:
+        if entry is None:
+            # NOTE: an entry the general path made (under a transform, keyed by abstract values) serves when it reads
+            # no captured tensor (whose guard holds only for tracers); otherwise it is made here, as a plain call would
+            entry = aot._cache.get((in_tree, statics, guards.abstract_key(leaves), False))
+            if entry is not None and not entry.staged.implicit:
+                aot._cache.setdefault(key, entry)
+        entry, full = aot._live_entry(args, kwargs, key, leaves)
     plan_key = (argnums, has_aux)
     plan = entry._fast.get(plan_key, False)
     if plan is False:
@@ -90,6 +92,10 @@ class _Plan:
         positions = {slot: i for i, slot in enumerate(meta.layout)}
         self.base_pos = [positions[(Slot.BASE, k)] for k in range(meta.n_bases)]
         self.mutated_pos = [positions[(Slot.MUTATED, g)] for g in meta.mutated]
+        simple = not meta.mutated and not meta.metadata and all(
+            o.kind is OutKind.BASE and not o.chain for o in meta.outputs) and len(
+            {o.index for o in meta.outputs}) == len(meta.outputs)
+        self.new_values = [(self.base_pos[o.index], o.layout) for o in meta.outputs] if simple else None
         n_out = len(vjp.diff_out)
         returned = iter(range(n_out, n_out + sum(i is None for i in vjp.saved_inputs)))
         self.residuals = [(True, i) if i is not None else (False, next(returned)) for i in vjp.saved_inputs]
@@ -144,6 +150,13 @@ class _Plan:
             return {i: ct for (i, _, _), ct in zip(self.diff_leaves, leaf_cts, strict=True)}
 
         def finish():
+            if self.new_values is not None:  # NOTE: outputs that are new values, nothing written: no replay
+                out = []
+                for i, layout in self.new_values:
+                    t = _wrap(outs[i])
+                    t._strides, t._offset = layout
+                    out.append(t)
+                return jax.tree_util.tree_unflatten(self.meta.out_tree, out)
             return boundary.apply(self.meta, full, [outs[i] for i in self.mutated_pos],
                                   [outs[i] for i in self.base_pos], wrap=_wrap)
 
