@@ -88,6 +88,7 @@ from aotjax.transforms.aot_signature import (  # noqa: F401
     _Signature,
     _user_outputs,
 )
+from aotjax.transforms.autodiff import _gc_paused
 from aotjax.transforms.functionalize import Staged, stage_functionalized
 from aotjax.transforms.jit import Jitted, _Entry, _lowered_program, bind_staged
 from aotjax.transforms.joint import compose_joint, linearize_program, transpose_program
@@ -136,6 +137,7 @@ def apply_decompositions(jaxpr: ClosedJaxpr, decompositions: dict) -> ClosedJaxp
 
 
 # -- the pipeline ------------------------------------------------------------------------------------------
+@_gc_paused  # NOTE: a trace's objects live until it ends: see `_gc_paused`
 def _aot_passes(aot: "Aot", args, kwargs) -> "_AotEntry":
     """aot's pipeline for one input signature: what a plain call runs. Differentiation adds
     `_vjp_passes`; each program is compiled (`aot: lower ...`) when it first runs."""
@@ -151,6 +153,7 @@ def _aot_passes(aot: "Aot", args, kwargs) -> "_AotEntry":
     return _AotEntry(staged, pure, plain, aot)
 
 
+@_gc_paused
 def _vjp_passes(entry: "_AotEntry", wanted: tuple | None) -> "_AotVJP":
     """aot's pipeline under differentiation, once per signature and set of differentiated inputs."""
     aot, name = entry.aot, entry.pure.meta.name or "fn"
