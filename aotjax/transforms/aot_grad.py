@@ -35,7 +35,8 @@ from aotjax.interpreters.ad_util import is_differentiable
 from aotjax.interpreters.eval import read
 from aotjax.runtime import boundary, guards
 from aotjax.runtime.boundary import GroupKind, OutKind, Slot
-from aotjax.transforms.jit import _reader, _wrap
+from aotjax.tensor import Tensor
+from aotjax.transforms.jit import _reader
 
 __all__ = ["differentiate_eagerly"]
 
@@ -88,6 +89,7 @@ class _Plan:
     def __init__(self, entry, vjp, diff_leaves: list[int], main_pos: list[int], seed: bool):
         meta = entry.staged.meta
         self.meta, self.vjp = meta, vjp
+        self._forward = self._backward = None  # see `_callable`
         self.readers = [_reader(g, False) for g in meta.groups]
         positions = {slot: i for i, slot in enumerate(meta.layout)}
         self.base_pos = [positions[(Slot.BASE, k)] for k in range(meta.n_bases)]
@@ -125,7 +127,7 @@ class _Plan:
         differentiated leaves' cotangents (a dict by flat argument index for vjp, a list for grad); `finish()`
         applies the boundary and returns the function's output."""
         vals = [read_input(full[i]) for i, read_input in self.readers]
-        outs = _callable(self.vjp.forward)(*vals)
+        outs = (self._forward or self._callable("forward"))(*vals)
         residuals = [vals[i] if primal else outs[i] for primal, i in self.residuals]
 
         def cotangents(main_cts: Sequence | None = None):
@@ -133,17 +135,17 @@ class _Plan:
                                                     for c, a in zip(self.cts, self.ct_avals, strict=True)]
             if main_cts is not None:
                 cts = self._with_main(list(cts), main_cts)
-            in_cts = _callable(self.vjp.backward)(*residuals, *cts)
+            in_cts = (self._backward or self._callable("backward"))(*residuals, *cts)
             # NOTE: jax's executables never return an input's buffer as an output: these tensors own new buffers
             if self.plain:
-                leaf_cts = [_wrap(in_cts[j]) for _, j, _ in self.diff_leaves]
+                leaf_cts = [Tensor._wrap(in_cts[j]) for _, j, _ in self.diff_leaves]
             else:
                 wrapped: dict = {}
                 leaf_cts = []
                 for _, j, chain in self.diff_leaves:
                     ct = wrapped.get(j)
                     if ct is None:
-                        ct = wrapped[j] = _wrap(in_cts[j])
+                        ct = wrapped[j] = Tensor._wrap(in_cts[j])
                     leaf_cts.append(views.apply_chain(_bind, ct, chain).clone() if chain else ct)
             if main_cts is None:
                 return leaf_cts
@@ -153,14 +155,22 @@ class _Plan:
             if self.new_values is not None:  # NOTE: outputs that are new values, nothing written: no replay
                 out = []
                 for i, layout in self.new_values:
-                    t = _wrap(outs[i])
+                    t = Tensor._wrap(outs[i])
                     t._strides, t._offset = layout
                     out.append(t)
                 return jax.tree_util.tree_unflatten(self.meta.out_tree, out)
             return boundary.apply(self.meta, full, [outs[i] for i in self.mutated_pos],
-                                  [outs[i] for i in self.base_pos], wrap=_wrap)
+                                  [outs[i] for i in self.base_pos], wrap=Tensor._wrap)
 
         return finish, cotangents
+
+    def _callable(self, which: str):
+        """What runs the `which` program on flat arrays: XLA's executable itself (compiled now, on first use), or the
+        program, which checks what a user compiler's callable returns."""
+        program = getattr(self.vjp, which)
+        fn = program if program.check_calls else program.executable
+        setattr(self, f"_{which}", fn)
+        return fn
 
     def _with_main(self, cts: list, main_cts: Sequence) -> list:
         """`cts` with the caller's cotangents of the main outputs in their slots (summed where outputs share one)."""
@@ -170,12 +180,6 @@ class _Plan:
             cts[slot] = cts[slot] + value if slot in filled else value
             filled.add(slot)
         return cts
-
-
-def _callable(program):
-    """What runs `program` on flat arrays: XLA's executable itself (compiled on first use), or the program, which
-    checks what a user compiler's callable returns."""
-    return program if program.check_calls else program.executable
 
 
 def _zeros(aval):
