@@ -26,8 +26,10 @@ prints, in order:
                        aot: partition (forward)    the partitioner's forward program
                        aot: partition (backward)   and backward program
                        aot: lower forward          (the compiler, as the forward first runs)
+                       aot: lower backward         (as the backward first runs); on eager arguments grad
+                                                   runs the two programs directly, tracing nothing; under
+                                                   another transform, grad's own passes come between:
                        grad: linearize (linear)    grad's, its linear program one `aot_lin`
-                       aot: lower backward         (as the backward first runs)
                        grad: transpose             grad's backward: the compiled backward, called
 
 `vjp` and `linearize` print grad's passes under their own names (`vjp: linearize`), `value_and_grad`
