@@ -1,4 +1,5 @@
 """aotjax: PyTorch-style mutable tensors under JAX-style composable function transforms."""
+import aotjax.fft as fft  # noqa: F401  (the public torch.fft namespace, not the aotjax.ops.fft family)
 import aotjax.func as func  # noqa: F401
 import aotjax.linalg as linalg  # noqa: F401  (the public torch.linalg namespace, not the aotjax.ops.linalg family)
 import aotjax.nn as nn  # noqa: F401  (the package; `from aotjax.ops import *` brings the aotjax.ops.nn module)
@@ -13,6 +14,7 @@ from aotjax.lax import cond, fori_loop, scan, switch, while_loop  # noqa: F401,E
 from aotjax.lowering import compile, to_jax  # noqa: F401
 from aotjax.ops import *  # noqa: F401,F403
 from aotjax.ops import random  # noqa: F401
+from aotjax.ops.unsupported import module_getattr as __getattr__  # noqa: F401  (clear errors for torch ops left out)
 from aotjax.tensor import Tensor
 from aotjax.transforms import (  # noqa: F401
                                aot,
@@ -49,5 +51,6 @@ from aotjax.transforms import (  # noqa: F401
                                vmap,
                                xla_compiler,
 )
+from aotjax.transforms.shard_map import shard_map  # noqa: F401,E402  (after `from aotjax.ops import *`: not the module)
 
 __version__ = "0.1.0"

@@ -17,6 +17,8 @@ uint8 = np.dtype(np.uint8)
 uint32 = np.dtype(np.uint32)
 bool = np.dtype(np.bool_)  # noqa: A001
 complex64 = cfloat = np.dtype(np.complex64)
+complex128 = cdouble = np.dtype(np.complex128)
 
 __all__ = ["float16", "half", "bfloat16", "float32", "float", "float64", "double", "int8", "int16", "short",
-           "int32", "int", "int64", "long", "uint8", "uint32", "bool", "complex64", "cfloat"]
+           "int32", "int", "int64", "long", "uint8", "uint32", "bool", "complex64", "cfloat",
+           "complex128", "cdouble"]

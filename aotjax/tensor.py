@@ -74,14 +74,11 @@ class Tensor:
     @classmethod
     def _wrap(cls, array, owned: bool = True) -> "Tensor":
         """A new base tensor holding `array` (no copy)."""
+        # NOTE: the slots are set inline, not by `_init_slots` or `Storage.__init__`: this runs once per eager op.
+        storage = object.__new__(Storage)
+        storage.base, storage.version, storage.owned = array, 0, owned
         t = object.__new__(Tensor)
-        # NOTE: the slots are set inline, not by `_init_slots`: this runs once per eager op.
-        t._storage = Storage(array, owned)
-        t._chain = ()
-        t._aval = None
-        t._strides = None
-        t._offset = 0
-        t._cache = None
+        t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
         return t
 
     @classmethod
@@ -120,20 +117,33 @@ class Tensor:
     def shape(self) -> tuple[int, ...]:
         """The shape, as a tuple (PyTorch returns a `torch.Size`, a tuple subclass)."""
         a = self._aval
-        if a is None and not self._chain:
-            return self._storage.base.shape
+        if a is not None:
+            return a.shape
+        if not self._chain:
+            base = self._storage.base
+            try:
+                return base.aval.shape  # NOTE: a jax.Array's aval is a plain attribute, its shape a property
+            except AttributeError:
+                return base.shape
         return self.aval.shape
 
     @property
     def dtype(self) -> np.dtype:
         """The element type, a `numpy.dtype` (`aotjax.float32` is `numpy.dtype('float32')`)."""
         a = self._aval
-        if a is None and not self._chain:
-            return self._storage.base.dtype
+        if a is not None:
+            return a.dtype
+        if not self._chain:
+            base = self._storage.base
+            try:
+                return base.aval.dtype  # NOTE: as in `shape`
+            except AttributeError:
+                return base.dtype
         return self.aval.dtype
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return len(self.shape)
 
     def dim(self) -> int:
@@ -235,7 +245,7 @@ class Tensor:
         >>> (aotjax.ones(2) * 2).block_until_ready()
         tensor([2., 2.])
         """
-        self._read().block_until_ready()
+        (self._storage.base if not self._chain else self._read()).block_until_ready()
         return self
 
     def __array__(self, dtype=None, copy=None):
@@ -271,7 +281,7 @@ class Tensor:
     def __repr__(self) -> str:
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(",
                                formatter=None).replace("\n", "\n")
-        if self.dtype in (np.dtype("float32"), np.dtype("bool")) or (
+        if self.dtype in (np.dtype("float32"), np.dtype("bool"), np.dtype("complex64")) or (
                 self.dtype == default_int_dtype() and self.numel() > 0):
             return f"tensor({body})"
         return f"tensor({body}, dtype={self.dtype.name})"
@@ -369,7 +379,12 @@ def record_layout(prim: Primitive, operands, outs: list, params: dict) -> list:
     elif prim.layout_rule is not None:
         for o in outs:
             shape = tuple(o.shape)
-            strides = prim.layout_rule(operands, shape, **params)
+            try:
+                strides = prim.layout_rule(operands, shape, **params)
+            except Exception:
+                if all(type(d) is int for d in shape):
+                    raise
+                strides = None  # NOTE: symbolic sizes (batch-polymorphic export): the result is taken as contiguous
             if strides is not None and tuple(strides) != contiguous_strides(shape):
                 o._strides = tuple(strides)
     return outs

@@ -1036,3 +1036,14 @@ def test_stop_gradient_shares_storage():
     x = aotjax.tensor(_f(3))
     aotjax.stop_gradient(x).add_(1)
     assert_close(x, _f(3) + 1)
+
+
+def test_derivative_of_a_float_exponent_is_computed_in_the_tensors_dtype():
+    # the jvp rule's `y - 1` on the inlined exponent once ran in float32 while x was float64
+    from tests.helpers import FLOAT, by_mode
+    xs = np.array([1.3, 2.7, 0.4], dtype=FLOAT)
+    for f, df in [(lambda x: x ** 1.7, lambda v: 1.7 * v ** 0.7),
+                  (lambda x: aotjax.pow(x, 0.1), lambda v: 0.1 * v ** -0.9)]:
+        g = aotjax.grad(lambda x, f=f: f(x).sum())(aotjax.tensor(xs))
+        assert g.dtype == FLOAT
+        np.testing.assert_allclose(g.numpy(), df(xs.astype(np.float64)), rtol=by_mode(1e-14, 1e-6))

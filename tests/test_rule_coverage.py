@@ -34,6 +34,10 @@ TRANSPOSE_TESTED_ELSEWHERE = {
     "while": "its transpose raises JAX's error (no residuals for an unknown trip count): tests/test_while_loop.py",
     "cond": "transposed through its branches: tests/test_cond.py (the dot-product test of a linear cond)",
     "psum": "transposed only inside a named vmap: tests/test_vmap_collectives.py (its dot-product test)",
+    "all_gather": "transposed inside a named vmap or a shard_map: tests/test_shard_map.py (dot-product tests)",
+    "psum_scatter": "transposed inside a named vmap or a shard_map: tests/test_shard_map.py (dot-product tests)",
+    "ppermute": "transposed inside a named vmap or a shard_map: tests/test_shard_map.py (dot-product tests)",
+    "shard_map": "transposed through its body: tests/test_shard_map.py (a dot-product test; grads against jax's)",
 }
 
 

@@ -10,11 +10,12 @@ import argparse
 import sys
 from typing import Sequence
 
-from aotjax.cli import demo, explain
+from aotjax.cli import demo, explain, optable
 
 COMMANDS = {
     "demo": demo,
     "explain": explain,
+    "ops": optable,
 }
 
 

@@ -2,6 +2,8 @@
 dtypes that every layer (promotion, tracing, the interpreters, make_jaxpr) gives Python scalars."""
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass
 
 import jax
@@ -68,7 +70,7 @@ class ShapedArray:
     dtype: np.dtype
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "shape", tuple(d if type(d) is int else _dim(d) for d in self.shape))
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
 
     @property
@@ -77,6 +79,8 @@ class ShapedArray:
 
     @property
     def size(self) -> int:
+        if not all(type(d) is int for d in self.shape):  # NOTE: a symbolic dimension: a symbolic size
+            return functools.reduce(operator.mul, self.shape, 1)
         return int(np.prod(self.shape, dtype=np.int64))
 
     @property
@@ -93,6 +97,11 @@ class ShapedArray:
 
     def __repr__(self) -> str:
         return f"ShapedArray({self.str_short()})"
+
+
+def _dim(d):
+    """A dimension: an int, or one of `jax.export.symbolic_shape`'s symbolic dimensions (kept as it is)."""
+    return d if jax.export.is_symbolic_dim(d) else int(d)
 
 
 def aval_of_value(x) -> ShapedArray:

@@ -5,6 +5,7 @@ from aotjax.ops import (
     activations,
     arrangement,
     collectives,
+    complex_numbers,
     control_flow,
     conv,
     creation,
@@ -13,10 +14,12 @@ from aotjax.ops import (
     distributions,
     elementwise,
     factories,
+    fft,
     generator,
     indexing,
     linalg,
     losses,
+    misc_ops,
     nn,
     normalization,
     pointwise,
@@ -28,6 +31,7 @@ from aotjax.ops import (
     resampling,
     scatter_ops,
     shape,
+    shard_map,  # registers the shard_map primitive
     sharding,
     sorting,
     statistics,
@@ -36,16 +40,19 @@ from aotjax.ops import (
 from aotjax.ops._frontend import *  # noqa: F403
 from aotjax.ops.activations import *  # noqa: F403
 from aotjax.ops.arrangement import *  # noqa: F403
+from aotjax.ops.complex_numbers import *  # noqa: F403
 from aotjax.ops.conv import *  # noqa: F403
 from aotjax.ops.creation import *  # noqa: F403
 from aotjax.ops.decompositions import *  # noqa: F403
 from aotjax.ops.distributions import *  # noqa: F403
 from aotjax.ops.elementwise import *  # noqa: F403
 from aotjax.ops.factories import *  # noqa: F403
+from aotjax.ops.fft import *  # noqa: F403
 from aotjax.ops.generator import *  # noqa: F403
 from aotjax.ops.indexing import *  # noqa: F403
 from aotjax.ops.linalg import *  # noqa: F403
 from aotjax.ops.losses import *  # noqa: F403
+from aotjax.ops.misc_ops import *  # noqa: F403
 from aotjax.ops.nn import *  # noqa: F403
 from aotjax.ops.normalization import *  # noqa: F403
 from aotjax.ops.pointwise import *  # noqa: F403
@@ -69,3 +76,6 @@ __all__ += pointwise.__all__
 __all__ += [name for family in (activations, losses, normalization) for name in family.__all__]
 __all__ += distributions.__all__ + factories.__all__
 __all__ += arrangement.__all__
+__all__ += misc_ops.__all__
+__all__ += complex_numbers.__all__
+__all__ += fft.__all__

@@ -17,6 +17,8 @@ from aotjax.core.interpreter import Trace, Tracer, find_top_trace
 from aotjax.core.primitive import Primitive
 from aotjax.core.source_info import user_stacklevel, where
 from aotjax.interpreters import hooks
+from aotjax.interpreters.eval import contiguous_layout_rules
+from aotjax.ops.layout import elementwise_layout, preserve_layout, tensor_layout
 from aotjax.ops.promotion import result_type
 from aotjax.tensor import Tensor, canonical_dim
 
@@ -33,6 +35,9 @@ def canonical_dims(dims, ndim: int, op: str = "") -> tuple[int, ...]:
     if dims is None:
         return tuple(range(ndim))
     if isinstance(dims, (int, np.integer)):
+        d, n = int(dims), max(ndim, 1)
+        if -n <= d < n:  # NOTE: the common case, without building a set
+            return (d % n,)
         dims = (dims,)
     return tuple(sorted({canonical_dim(int(d), ndim, op) for d in dims}))
 
@@ -54,6 +59,8 @@ def as_tensor(x) -> Tensor:
 
 
 hooks.as_tensor = as_tensor
+# NOTE: these give a contiguous result whenever no operand has strides: eager evaluation skips them then
+contiguous_layout_rules.update((elementwise_layout, tensor_layout, preserve_layout))
 
 
 def to_dtype(dtype, op: str = "") -> np.dtype:
@@ -142,7 +149,10 @@ def bind_inplace(prim: Primitive, *args, **params):
         _check_writable(prim, trace, args)
     if prim.metadata_view is not None:
         return prim.bind(*args, **params)
-    _check_no_internal_overlap(prim, args)
+    for i in prim.mutates:
+        if getattr(args[i], "_strides", None) is not None:  # NOTE: only a strided tensor can overlap itself
+            _check_no_internal_overlap(prim, args)
+            break
     try:
         out = prim.bind(*args, **params)
     except AliasingError as e:

@@ -45,7 +45,7 @@ def _size(op: str, size) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
     try:
-        shape = tuple(_index(s) for s in size)
+        shape = tuple(s if jax.export.is_symbolic_dim(s) else _index(s) for s in size)  # NOTE: symbolic: export
     except ConcretizationError:
         raise
     except TypeError:

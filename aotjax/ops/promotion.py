@@ -76,7 +76,10 @@ def _combine(higher, lower):
 
 def result_type(*operands) -> np.dtype:
     """The dtype PyTorch gives an elementwise op on `operands` (Tensors, arrays, Python scalars)."""
-    key = tuple(type(x) if isinstance(x, PYTHON_SCALARS) else (x.dtype, len(x.shape) > 0) for x in operands)
+    key = []
+    for x in operands:  # NOTE: a loop, not a generator: this runs once per eager op
+        key.append(type(x) if isinstance(x, PYTHON_SCALARS) else (x.dtype, len(x.shape) > 0))
+    key = tuple(key)
     dt = _result_types.get(key)
     if dt is None:
         dt = _result_types[key] = _result_type(key)
@@ -87,6 +90,10 @@ _result_types: dict = {}
 
 
 def _result_type(key) -> np.dtype:
+    if all(isinstance(k, type) for k in key) and any(issubclass(k, np.generic) for k in key):
+        # NOTE: no Tensor: NumPy scalars (the literals a trace inlines, `np.float64(1.7)` in a jvp rule) keep
+        # their dtypes, or `y - 1` of a float64 exponent would be computed in float32
+        key = tuple((np.dtype(k), False) if issubclass(k, np.generic) else k for k in key)
     dim_t = zero_t = wrapped = None
     for k in key:
         if isinstance(k, type):

@@ -29,6 +29,7 @@ from aotjax.interpreters.jvp import defjvp_zero, deflinear, jvp_rules
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._combinators import standard_primitive
 from aotjax.ops._frontend import as_tensor, canonical_dim, canonical_dims, convert, to_dtype
+from aotjax.ops.elementwise import abs as magnitude
 from aotjax.ops.elementwise import add, div, eq, exp, isfinite, log, maximum, minimum, mul, sqrt, where
 from aotjax.ops.promotion import _FLOAT, _INT, category, default_float_dtype, default_int_dtype
 from aotjax.ops.shape import flip_p
@@ -231,8 +232,13 @@ def _axes(op: str, x, dim) -> tuple[int, ...]:
     return axes if x.ndim else ()
 
 
-def _count(x, axes) -> int:
-    return math.prod(x.shape[a] for a in axes)
+def _count(x, axes, dtype=None):
+    n = math.prod(x.shape[a] for a in axes)
+    if dtype is None or isinstance(n, int):
+        return n
+    # NOTE: a symbolic size (a batch-polymorphic export): counted by the program, as jax does with its dimensions
+    ones = expand_p.bind(convert(as_tensor(1), dtype), shape=tuple(x.shape[a] for a in axes))
+    return reduce_sum_p.bind(ones, axes=tuple(range(len(axes))), keepdims=False)
 
 
 def _int_to_default(x, dtype, op: str):
@@ -293,7 +299,7 @@ def mean(x, dim=None, keepdim: bool = False, *, dtype=None):
     x = _require_float("mean", x, dtype)
     axes = _axes("mean", x, dim)
     total = reduce_sum_p.bind(_compute(x), axes=axes, keepdims=bool(keepdim))
-    return convert(total / _count(x, axes), x.dtype)
+    return convert(total / _count(x, axes, total.dtype), x.dtype)
 
 
 def cumsum(x, dim: int, *, dtype=None):
@@ -307,13 +313,22 @@ def cumsum(x, dim: int, *, dtype=None):
 
 
 # -- extrema -----------------------------------------------------------------------------------
+def _ordered(op: str, x):
+    """`x` as a tensor; complex numbers are not ordered, so torch's extrema refuse them."""
+    x = as_tensor(x)
+    if category(x.dtype) > _FLOAT:
+        raise DTypeError(f"{op}: complex tensors are not ordered, got {x.aval.str_short()}{_where()}; compare their "
+                         f"abs() or real parts instead.")
+    return x
+
+
 def amax(x, dim=None, keepdim: bool = False):
     """The maximum over `dim` (an int, a tuple, or None/() for all); NaN propagates.
 
     >>> aotjax.amax(aotjax.tensor([[1, 5], [7, 2]]), dim=(0, 1))
     tensor(7)
     """
-    x = as_tensor(x)
+    x = _ordered("amax", x)
     return reduce_max_p.bind(x, axes=_axes("amax", x, dim), keepdims=bool(keepdim))
 
 
@@ -323,12 +338,12 @@ def amin(x, dim=None, keepdim: bool = False):
     >>> aotjax.amin(aotjax.tensor([[1, 5], [7, 2]]), dim=-1)
     tensor([1, 2])
     """
-    x = as_tensor(x)
+    x = _ordered("amin", x)
     return reduce_min_p.bind(x, axes=_axes("amin", x, dim), keepdims=bool(keepdim))
 
 
 def _arg(prim, op: str, x, dim, keepdim):
-    x = as_tensor(x)
+    x = _ordered(op, x)
     if dim is None:
         return prim.bind(x, axis=None, keepdims=bool(keepdim))
     axis = canonical_dim(dim, x.ndim, op)
@@ -363,7 +378,7 @@ MinResult = namedtuple("min", ["values", "indices"])
 def _extremum(op: str, reduce_p, arg_p, elementwise_op, result_type, x, dim, keepdim):
     if isinstance(dim, (Tensor, np.ndarray, jax.Array)):
         return elementwise_op(x, dim)
-    x = as_tensor(x)
+    x = _ordered(op, x)
     if dim is None:
         return reduce_p.bind(x, axes=_axes(op, x, None), keepdims=False)
     axis = canonical_dim(dim, x.ndim, op)
@@ -442,8 +457,10 @@ def var(x, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     xc = _compute(x)
     n = _count(x, axes)
     centered = xc - reduce_sum_p.bind(xc, axes=axes, keepdims=True) / n
+    if category(x.dtype) > _FLOAT:  # NOTE: complex: the mean squared magnitude, a real result (torch's)
+        centered = magnitude(centered)
     total = reduce_sum_p.bind(centered * centered, axes=axes, keepdims=bool(keepdim))
-    return convert(total / builtins.max(0, n - c), x.dtype)
+    return convert(total / builtins.max(0, n - c), x.dtype if category(x.dtype) <= _FLOAT else total.dtype)
 
 
 def std(x, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):

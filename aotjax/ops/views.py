@@ -373,6 +373,8 @@ def compute_view_strides(shape, strides, new_shape) -> tuple[int, ...] | None:
     (True, (1,))
     """
     shape, new_shape = tuple(shape), tuple(new_shape)
+    if not all(type(d) is int for d in shape + new_shape):  # NOTE: symbolic sizes (export): contiguous inputs only
+        return contiguous_strides(new_shape) if tuple(strides) == contiguous_strides(shape) else None
     if math.prod(shape) == 0:
         return tuple(strides) if shape == new_shape else contiguous_strides(new_shape)
     if not shape:

@@ -78,6 +78,7 @@ from aotjax.partition import JointInfo, Partitioned, default_partition
 from aotjax.partition.loops import repartition_loop_bodies
 from aotjax.runtime import boundary, guards
 from aotjax.transforms.aot_grad import differentiate_eagerly
+from aotjax.transforms.aot_shardings import aot_shardings, placed_programs, plain_shardings
 from aotjax.transforms.aot_signature import (  # noqa: F401
     Descriptor,
     Residual,
@@ -149,8 +150,10 @@ def _aot_passes(aot: "Aot", args, kwargs) -> "_AotEntry":
     pure = staged.jaxpr.with_meta(donate=tuple(staged.meta.mutated))  # written inputs are donated
     if aot.decompositions:
         pure = run_pass("aot: decompose", apply_decompositions, pure, aot.decompositions)
-    plain = run_pass("aot: lower", _Entry, staged, True, checks, show=_lowered_program)  # jax.jit, for eager calls
-    return _AotEntry(staged, pure, plain, aot)
+    shardings = aot_shardings(staged, aot._dynamic(args, kwargs), aot.in_shardings, aot.out_shardings)
+    plain = run_pass("aot: lower", _Entry, staged, True, checks, plain_shardings(shardings),  # jax.jit, for eager calls
+                     show=_lowered_program)
+    return _AotEntry(staged, pure, plain, aot, shardings)
 
 
 @_gc_paused
@@ -175,6 +178,7 @@ def _vjp_passes(entry: "_AotEntry", wanted: tuple | None) -> "_AotVJP":
     backward = _program(parts.backward, "backward", name, bw_option, aot.bw_compiler,
                         lambda: [str(d) for d in _describe(entry, vjp).input_cotangents])
     vjp = _AotVJP(joint, parts, lin.diff_in, lin.diff_out, forward, backward, list(entry.pure.out_avals))
+    placed_programs(entry, vjp)  # compiled for their shardings (aot_shardings.py)
     return vjp
 
 
@@ -198,8 +202,9 @@ class _AotEntry(AotEntry):
     program (decomposed, written inputs donated), the plain call's program and the inference program;
     per set of differentiated inputs, the joint, the partition and the forward and backward programs."""
 
-    def __init__(self, staged: Staged, pure: ClosedJaxpr, plain: _Entry, aot: "Aot"):
+    def __init__(self, staged: Staged, pure: ClosedJaxpr, plain: _Entry, aot: "Aot", shardings: tuple | None = None):
         self.staged, self.pure, self.plain, self.aot = staged, pure, plain, aot
+        self.shardings = shardings  # the requested (input, output) shardings of the pure program
         option = "inference_compiler" if aot.inference_compiler is not None else "fw_compiler"
         meta = staged.meta
         self.inference = _program(pure, "inference", pure.meta.name or "fn", option,
@@ -207,8 +212,9 @@ class _AotEntry(AotEntry):
                                   lambda: [str(_output_descriptor(meta, slot, k)) for slot, k in meta.layout])
         if aot.inference_compiler is not None or aot.fw_compiler is not xla_compiler:
             self.plain.fn, self.plain.checks = self.inference, None  # NOTE: a user compiler runs plain calls too
+        placed_programs(self)
         self._vjps: dict = {}
-        self._fast: dict = {}  # (argnums, has_aux) -> the plan of `aot_grad`, or None where it does not apply
+        self._eager_plans: dict = {}  # (argnums, has_aux) -> the plan of `aot_grad`, or None where it does not apply
 
     def vjp(self, wanted: tuple | None = None) -> "_AotVJP":
         """The forward and backward programs differentiating the inputs marked in `wanted` (default:
@@ -260,8 +266,9 @@ class Aot(Jitted):
     what = "aot"
 
     def __init__(self, fun, fw_compiler, bw_compiler, partition, decompositions, static_argnums,
-                 inference_compiler=None, checks=None):
-        super().__init__(fun, static_argnums, donate=True, checks=checks)
+                 inference_compiler=None, checks=None, in_shardings=None, out_shardings=None):
+        super().__init__(fun, static_argnums, donate=True, checks=checks, in_shardings=in_shardings,
+                         out_shardings=out_shardings)
         self.fw_compiler = fw_compiler or xla_compiler
         self.bw_compiler = bw_compiler or self.fw_compiler
         self.inference_compiler = inference_compiler
@@ -291,8 +298,13 @@ class Aot(Jitted):
 
     def lower(self, *args, **kwargs) -> "AotLowered":
         """Trace, functionalize, build the joint and partition it for these arguments; nothing runs and
-        nothing is compiled. See `AotLowered`."""
-        return AotLowered(self._stage(args, kwargs))
+        nothing is compiled. See `AotLowered`. An argument may be a `jax.ShapeDtypeStruct`, its shape symbolic
+        (`jax.export.symbolic_shape`), for a batch-polymorphic `export()`."""
+        from aotjax.transforms.export import abstract_arguments, symbolic_errors  # NOTE: export imports jit's readers
+
+        args, kwargs = abstract_arguments(args, kwargs)
+        with symbolic_errors("aot"):
+            return AotLowered(self._stage(args, kwargs))
 
 
 def _n(n: int, what: str) -> str:
@@ -301,7 +313,8 @@ def _n(n: int, what: str) -> str:
 
 def aot(fun: Callable, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None,
         partition: Callable | None = None, decompositions: dict | None = None,
-        static_argnums: int | Sequence[int] = (), checks: bool | None = None) -> Aot:
+        static_argnums: int | Sequence[int] = (), checks: bool | None = None, *, in_shardings=None,
+        out_shardings=None) -> Aot:
     """Compile `fun`'s forward and backward as separate programs, AOTAutograd-style.
 
     Called plainly, it runs a compiled program with eager semantics at the boundary (written inputs
@@ -316,6 +329,12 @@ def aot(fun: Callable, fw_compiler: Callable | None = None, bw_compiler: Callabl
     to functions that replace them. The signature of the programs is in this module's docstring.
     `checks` checks indices as the programs run, as `jit`'s does (the default compiler lowers them).
 
+    `in_shardings`/`out_shardings` are `jit`'s (`jax.jit`'s: a sharding, None, or a pytree prefix of the arguments /
+    outputs), for the plain call and the forward; the backward takes the residuals as the compiled forward lays
+    them out and gives each input's cotangent that input's sharding; a cotangent laid out otherwise is moved to the
+    layout the backward was compiled for. Without them the programs are compiled for the shardings of the first
+    arguments they get (`aotjax.transforms.aot_shardings`).
+
     >>> f = aotjax.aot(lambda x, w: (x @ w).tanh().sum())
     >>> x, w = aotjax.ones(2, 3), aotjax.ones(3, 2) * 0.1
     >>> aotjax.grad(f, argnums=1)(x, w)
@@ -326,7 +345,8 @@ def aot(fun: Callable, fw_compiler: Callable | None = None, bw_compiler: Callabl
     >>> lowered.forward_inputs, lowered.backward_outputs
     (['primal[x]', 'primal[w]'], ['cotangent[x]', 'cotangent[w]'])
     """
-    return Aot(fun, fw_compiler, bw_compiler, partition, decompositions, static_argnums, checks=checks)
+    return Aot(fun, fw_compiler, bw_compiler, partition, decompositions, static_argnums, checks=checks,
+               in_shardings=in_shardings, out_shardings=out_shardings)
 
 
 # -- stages -------------------------------------------------------------------------------------------------
@@ -512,6 +532,19 @@ class AotCompiled:
     def cost_analysis(self) -> dict:
         return self._per_program("cost_analysis")
 
+    @property
+    def input_shardings(self) -> dict:
+        """Per program, the shardings XLA compiled its inputs for (None for a user compiler's program)."""
+        return {name: getattr(prog.executable, "input_shardings", None) for name, prog in self._programs()}
+
+    @property
+    def output_shardings(self) -> dict:
+        """Per program, the shardings of its outputs (None for a user compiler's program)."""
+        return {name: getattr(prog.executable, "output_shardings", None) for name, prog in self._programs()}
+
+    def _programs(self):
+        return (("forward", self._vjp.forward), ("backward", self._vjp.backward))
+
     def memory_analysis(self) -> dict:
         return self._per_program("memory_analysis")
 
@@ -519,7 +552,8 @@ class AotCompiled:
 # -- AOTAutograd's names, for porting --------------------------------------------------------------------------
 def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None,
                  partition_fn: Callable | None = None, decompositions: dict | None = None,
-                 inference_compiler: Callable | None = None, **unused: Any) -> Aot:
+                 inference_compiler: Callable | None = None, *, in_shardings=None, out_shardings=None,
+                 **unused: Any) -> Aot:
     """`aot` with AOTAutograd's argument names (`partition_fn`, `inference_compiler`); other
     AOTAutograd options (`num_params_buffers`, `keep_inference_input_mutations`, `dynamic`, ...) are
     accepted and have no effect: aotjax always keeps input mutations and specializes on shapes.
@@ -528,18 +562,21 @@ def aot_function(fn: Callable, fw_compiler: Callable | None = None, bw_compiler:
     >>> aotjax.grad(f)(aotjax.zeros(2))
     tensor([1., 1.])
     """
-    a = Aot(fn, fw_compiler, bw_compiler, partition_fn, decompositions, (), inference_compiler)
+    a = Aot(fn, fw_compiler, bw_compiler, partition_fn, decompositions, (), inference_compiler,
+            in_shardings=in_shardings, out_shardings=out_shardings)
     return a
 
 
 def aot_module(mod: Any, fw_compiler: Callable | None = None, bw_compiler: Callable | None = None,
-               partition_fn: Callable | None = None, decompositions: dict | None = None, **unused: Any) -> Callable:
+               partition_fn: Callable | None = None, decompositions: dict | None = None, *, in_shardings=None,
+               out_shardings=None, **unused: Any) -> Callable:
     """Compile a module's call with its parameters and buffers lifted to inputs (AOTAutograd's
     `aot_module`), read at every call. The module is an `aotjax.nn.Module` (its `named_parameters()` and
     `named_buffers()`, called through `aotjax.func.functional_call`), or any object with a `params` attribute
     (a pytree of Tensors), optionally `buffers` (a pytree of Tensors it may update in place, e.g. running
     statistics), and a `forward` method or `__call__`. Buffers written in place are written back to the module's
-    tensors.
+    tensors. `in_shardings`/`out_shardings` are `aot`'s, the inputs being `(params, buffers, *args)`: e.g.
+    `(replicated, replicated, batch)` places the parameters and buffers on every device and shards the batch.
 
     >>> class Scale:
     ...     def __init__(self):
@@ -560,7 +597,8 @@ def aot_module(mod: Any, fw_compiler: Callable | None = None, bw_compiler: Calla
         def module_call(params, buffers, *args, **kwargs):
             return call_with(mod, (params, buffers), args, kwargs)
 
-        compiled_module = aot_function(module_call, fw_compiler, bw_compiler, partition_fn, decompositions)
+        compiled_module = aot_function(module_call, fw_compiler, bw_compiler, partition_fn, decompositions,
+                                       in_shardings=in_shardings, out_shardings=out_shardings)
 
         @functools.wraps(mod.forward)
         def call_module(*args, **kwargs):
@@ -583,7 +621,8 @@ def aot_module(mod: Any, fw_compiler: Callable | None = None, bw_compiler: Calla
             if saved[1] is not None:
                 mod.buffers = saved[1]
 
-    compiled = aot_function(functional_call, fw_compiler, bw_compiler, partition_fn, decompositions)
+    compiled = aot_function(functional_call, fw_compiler, bw_compiler, partition_fn, decompositions,
+                            in_shardings=in_shardings, out_shardings=out_shardings)
 
     @functools.wraps(forward)
     def call(*args, **kwargs):

@@ -72,9 +72,9 @@ def differentiate_eagerly(aot, args: Sequence, kwargs: dict, argnums: tuple[int,
                 aot._cache.setdefault(key, entry)
         entry, full = aot._live_entry(args, kwargs, key, leaves)
     plan_key = (argnums, has_aux)
-    plan = entry._fast.get(plan_key, False)
+    plan = entry._eager_plans.get(plan_key, False)
     if plan is False:
-        plan = entry._fast.setdefault(plan_key, _make_plan(entry, in_tree, aot.static_argnums, argnums, has_aux))
+        plan = entry._eager_plans.setdefault(plan_key, _make_plan(entry, in_tree, aot.static_argnums, argnums, has_aux))
     if plan is None:
         return None
     return plan.run(full)

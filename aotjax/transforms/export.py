@@ -8,15 +8,29 @@ runs it with PyTorch's semantics: written inputs are written in place, aliasing 
 `exp.serialize()` gives bytes; `aotjax.deserialize(blob)` gives the `Exported` back, in a process that never saw
 `f`. Tensors `f` captures are baked into the program as constants (an exported program has no caller's state to
 read): a write into a captured tensor is refused.
+
+**Symbolic shapes.** An argument may be a `jax.ShapeDtypeStruct` instead of a tensor: the program is traced for its
+shape and dtype only, and its shape may hold symbolic dimensions (`jax.export.symbolic_shape("b, 4")`), so that one
+export accepts every batch size (`aot(f).lower(*specs).export()` too). aotjax traces with the symbolic dimensions
+in its abstract values: elementwise ops, matmuls, reductions (`mean` included), `nn.Linear`, softmax and
+`cross_entropy`/`mse_loss`, `reshape`/`view` with -1, and transposes support them, with their derivatives; an op that
+needs a dimension's value (slicing, `flatten` of a symbolic size) raises, naming the op. A symbolic-shaped tensor is
+taken as contiguous where its PyTorch strides cannot be decided. An output that is a view of a symbolic-shaped
+argument is refused (return a copy). Symbolic dimensions that appear in several arguments must come from one
+`symbolic_shape` call (one `jax.export.SymbolicScope`), as in `jax.export`.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import pickle
 import struct
+import traceback
 from typing import Any, Callable
 
 import jax
 
+from aotjax.core.avals import ShapedArray, canonicalize_dtype
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.primitive import Primitive, all_primitives
 from aotjax.interpreters.eval import read
@@ -81,10 +95,8 @@ class Exported:
         self._check_pattern(leaves)
         vals = [read(leaves[i]) for i, read in (_reader(g, False) for g in self.meta.groups)]
         for k, (v, aval) in enumerate(zip(vals, self.program.in_avals, strict=True)):
-            if tuple(v.shape) != tuple(aval.shape) or v.dtype != aval.dtype:
-                raise TypeError(f"export: {self.name}'s input {self.meta.group_name(k)} must be "
-                                f"{aval.dtype}{list(aval.shape)} as exported, got {v.dtype}{list(v.shape)}")
-        outs = self.program.call(*vals)
+            _check_input(self.name, self.meta.group_name(k), v, aval)
+        outs = self._run(vals, [self.meta.group_name(k) for k in range(len(vals))])
         return boundary.apply(self.meta, leaves, [outs[i] for i in self._mutated_pos],
                               [outs[i] for i in self._base_pos], wrap=Tensor._wrap)
 
@@ -95,11 +107,27 @@ class Exported:
         vals = []
         for name, a, aval in zip(self.input_names, args, self.program.in_avals, strict=True):
             v = read_value(a)
-            if tuple(v.shape) != tuple(aval.shape) or v.dtype != aval.dtype:
-                raise TypeError(f"export: {self.name}'s input {name} must be {aval.dtype}{list(aval.shape)} as "
-                                f"exported, got {v.dtype}{list(v.shape)}")
+            _check_input(self.name, name, v, aval)
             vals.append(v)
-        return [Tensor._wrap(o) for o in self.program.call(*vals)]
+        return [Tensor._wrap(o) for o in self._run(vals, self.input_names)]
+
+    def _run(self, vals: list, names: list[str]):
+        """The program called on `vals`; a symbolic dimension that the arguments give two values (or a value its
+        constraints refuse) is an error naming the arguments."""
+        try:
+            return self.program.call(*vals)
+        except ValueError as e:
+            if not self.symbolic:
+                raise
+            shapes = ", ".join(f"{n}: {_shape_str(v)}" for n, v in zip(names, vals))
+            raise TypeError(f"export: {self.name} was exported for the shapes "
+                            f"{', '.join(f'{n}: {_shape_str(a)}' for n, a in zip(names, self.program.in_avals))}; "
+                            f"the call's ({shapes}) do not fit them: {e}") from None
+
+    @property
+    def symbolic(self) -> bool:
+        """Whether the program's input shapes hold symbolic dimensions (it accepts several sizes)."""
+        return any(not isinstance(d, int) for a in self.program.in_avals for d in a.shape)
 
     def _check_pattern(self, leaves: list) -> None:
         """The call's aliasing between arguments must be the traced one (the program's inputs are per storage)."""
@@ -111,8 +139,8 @@ class Exported:
 
     def serialize(self) -> bytes:
         """Bytes holding the StableHLO program and the boundary table (`aotjax.deserialize` reads them)."""
-        table = pickle.dumps({"version": _VERSION, "meta": self.meta, "in_tree": self.in_tree, "name": self.name,
-                              "names": self._names})
+        table = _dumps({"version": _VERSION, "meta": self.meta, "in_tree": self.in_tree, "name": self.name,
+                        "names": self._names})
         program = bytes(self.program.serialize())
         return _MAGIC + struct.pack("<IQ", _VERSION, len(program)) + program + table
 
@@ -149,7 +177,14 @@ def deserialize(blob: bytes) -> "Exported | AotExport":
 
 def export(fun: Callable, *, platforms: tuple[str, ...] | None = None) -> Callable[..., Exported]:
     """`export(f)(*args, **kwargs)`: trace `f` for arguments like these and export its program (see the module's
-    docstring). `platforms` as `jax.export.export`'s (default: this machine's backend).
+    docstring). `platforms` as `jax.export.export`'s (default: this machine's backend). An argument may be a
+    `jax.ShapeDtypeStruct`, its shape symbolic (`jax.export.symbolic_shape`): one export for every batch size.
+
+    >>> b, = jax.export.symbolic_shape("b")
+    >>> exp = aotjax.export(lambda x, w: (x @ w).relu().mean())(
+    ...     jax.ShapeDtypeStruct((b, 3), aotjax.float32), aotjax.ones(3, 2))
+    >>> exp.call(aotjax.ones(4, 3), aotjax.ones(3, 2)), exp.call(aotjax.ones(8, 3), aotjax.ones(3, 2))
+    (tensor(3.), tensor(3.))
 
     >>> def step(x, buf):
     ...     buf.add_(x)
@@ -163,9 +198,14 @@ def export(fun: Callable, *, platforms: tuple[str, ...] | None = None) -> Callab
     (True, True)
     """
     def exporter(*args, **kwargs) -> Exported:
-        staged = stage_functionalized(fun, args, kwargs, (), "export", live=False)
+        args, kwargs = abstract_arguments(args, kwargs)
+        with symbolic_errors("export"):
+            staged = stage_functionalized(fun, args, kwargs, (), "export", live=False)
         meta = staged.meta
         n_explicit = len(meta.groups) - len(staged.implicit)
+        if any(_symbolic_in(step.params) for spec in meta.outputs for step in spec.chain):
+            raise UnsupportedError(f"export: {fun_name(fun)} returns a view of an argument whose shape is symbolic; "
+                                   f"the view could not be replayed on a call's arguments: return a copy (`.clone()`)")
         if any(g >= n_explicit for g in meta.mutated):
             raise UnsupportedError(f"export: {fun_name(fun)} writes a tensor it captures; an exported program has no "
                                    f"caller's state to write back: pass that tensor as an argument")
@@ -211,6 +251,114 @@ def export_program(closed, name: str, input_names: list[str], output_names: list
     their descriptors."""
     program = jax.export.export(jax.jit(flat_function(closed)), platforms=platforms)(*avals_to_structs(closed.in_avals))
     return Exported(program, None, None, name, (list(input_names), list(output_names)))
+
+
+def abstract_arguments(args, kwargs) -> tuple:
+    """`(args, kwargs)` with each `jax.ShapeDtypeStruct` leaf replaced by a tensor that has only its shape and dtype
+    (its shape may be symbolic): something to trace a program for, never to read."""
+    def placeholder(x):
+        if not isinstance(x, jax.ShapeDtypeStruct):
+            return x
+        t = Tensor._wrap(None)
+        t._aval = ShapedArray(tuple(x.shape), canonicalize_dtype(x.dtype))
+        return t
+
+    if not any(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree_util.tree_leaves((args, kwargs))):
+        return args, kwargs  # NOTE: as they are: a pytree rebuilt (a module, say) would be another object
+    return jax.tree_util.tree_map(placeholder, (tuple(args), dict(kwargs)))
+
+
+@contextlib.contextmanager
+def symbolic_errors(what: str):
+    """An op that cannot take a symbolic dimension (it compares one with a number, or needs its value) raises, inside,
+    an error naming the op and the user's line."""
+    try:
+        yield
+    except Exception as e:
+        if not _about_symbolic_dims(e):
+            raise
+        op = _op_of(e)
+        raise UnsupportedError(f"{what}: `{op}` does not support symbolic dimensions (a batch-polymorphic shape) "
+                               f"{_user_frame(e)}: it needs a dimension's value ({type(e).__name__}: "
+                               f"{str(e).splitlines()[0]}). Export with concrete shapes, or write the computation "
+                               f"with ops that keep a symbolic size (elementwise ops, matmuls, reductions, "
+                               f"reshape(-1)).") from None
+
+
+def _about_symbolic_dims(e: Exception) -> bool:
+    return type(e).__name__ == "InconclusiveDimensionOperation" or "_DimExpr" in str(e)
+
+
+def _frames(e: Exception) -> list:
+    return traceback.extract_tb(e.__traceback__)
+
+
+def _user_index(frames) -> int:
+    """The index of the last frame outside aotjax and jax, before the error's frames inside them."""
+    inside = [("/aotjax/" in f.filename or "/jax/" in f.filename) for f in frames]
+    k = len(frames) - 1
+    while k >= 0 and inside[k]:
+        k -= 1
+    return k
+
+
+def _op_of(e: Exception) -> str:
+    """The op the user's code called when `e` was raised (`view`, `getitem`), or the rule of an op that a transform
+    ran (`indexing.py:224`)."""
+    frames = _frames(e)
+    ops = [f for f in frames[_user_index(frames) + 1:] if "/aotjax/ops/" in f.filename or f.filename.endswith(
+        "/aotjax/tensor.py")]
+    if not ops:
+        return "an op"
+    f = ops[0]
+    return f.name if f.name.isidentifier() else f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno}"
+
+
+def _user_frame(e: Exception) -> str:
+    frames = _frames(e)
+    k = _user_index(frames)
+    return f"(at {frames[k].filename.rsplit('/', 1)[-1]}:{frames[k].lineno} ({frames[k].name}))" if k >= 0 else ""
+
+
+def _symbolic_in(params) -> bool:
+    if isinstance(params, (tuple, list)):
+        return any(_symbolic_in(p) for p in params)
+    return jax.export.is_symbolic_dim(params)
+
+
+def _check_input(name: str, arg: str, v, aval) -> None:
+    """A call's input `arg` against the exported abstract value (a symbolic dimension takes any size here; the
+    program checks that the sizes agree)."""
+    ok = len(v.shape) == len(aval.shape) and all(not isinstance(d, int) or d == n for d, n in zip(aval.shape, v.shape))
+    if not ok or v.dtype != aval.dtype:
+        raise TypeError(f"export: {name}'s input {arg} must be {_shape_str(aval)} as exported, got {_shape_str(v)}")
+
+
+def _shape_str(x) -> str:
+    return f"{np_dtype_name(x.dtype)}[{', '.join(map(str, x.shape))}]"
+
+
+def np_dtype_name(dtype) -> str:
+    return str(getattr(dtype, "name", dtype))
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles a symbolic dimension as its text (jax's own pickled form cannot be loaded back)."""
+
+    def reducer_override(self, obj):
+        if jax.export.is_symbolic_dim(obj):
+            return _symbolic_dim, (str(obj),)
+        return NotImplemented
+
+
+def _symbolic_dim(text: str):
+    return jax.export.symbolic_shape(text)[0]
+
+
+def _dumps(obj) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer).dump(obj)
+    return buffer.getvalue()
 
 
 def read_value(x):

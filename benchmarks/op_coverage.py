@@ -1,0 +1,78 @@
+"""How much of PyTorch's operator database aotjax implements.
+
+Reads the public op names of `torch.testing._internal.common_methods_invocations.op_db` (internal ones set aside:
+names starting with `_`, the `jiterator_*` CUDA tests, `torch._*` and `torch.ops.aten.*`), and counts one as
+implemented when aotjax has it under the same name: `nn.functional.X` as `aotjax.nn.functional.X`, `linalg.X`,
+`special.X`, `fft.X` (any dotted name) under `aotjax`, a plain `X` as `aotjax.X` or a Tensor method or property (or,
+for op_db's in-place-only entries such as `uniform`, `Tensor.X_`). Ops aotjax rejects on purpose
+(`aotjax.ops.unsupported`, e.g. `as_strided`) count as missing. Prints the count and the missing names by namespace.
+
+    python benchmarks/op_coverage.py            # needs torch (the test extra)
+    python benchmarks/op_coverage.py --list     # also the implemented names
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import types
+import unittest
+
+import aotjax
+from aotjax.ops.unsupported import UNSUPPORTED
+
+REJECTED = {n for u in UNSUPPORTED for n in u.functions + u.methods}
+
+
+def op_db_names() -> list[str]:
+    """The public op names of torch's op_db, sorted."""
+    try:
+        import expecttest  # noqa: F401  (torch's test utilities import it; a stand-in is enough to read op_db)
+    except ImportError:
+        stub = types.ModuleType("expecttest")
+        stub.TestCase = unittest.TestCase
+        sys.modules["expecttest"] = stub
+    from torch.testing._internal.common_methods_invocations import op_db
+    names = {op.name for op in op_db}
+    return sorted(n for n in names if not n.startswith(("_", "jiterator_", "torch.")))
+
+
+def implemented(name: str) -> bool:
+    """Whether aotjax has op_db's `name` (see the module docstring for the mapping).
+
+    >>> implemented("add"), implemented("nn.functional.conv2d"), implemented("uniform"), implemented("as_strided")
+    (True, True, True, False)
+    """
+    if name.split(".")[-1] in REJECTED:
+        return False
+    *path, leaf = name.split(".")
+    owner = aotjax
+    for part in path:
+        owner = getattr(owner, part, None)
+        if owner is None:
+            return False
+    if path:
+        return callable(getattr(owner, leaf, None))
+    return any(hasattr(aotjax, n) or hasattr(aotjax.Tensor, n) for n in (leaf, leaf + "_"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--list", action="store_true", help="also print the implemented names")
+    args = parser.parse_args(argv)
+    names = op_db_names()
+    have = [n for n in names if implemented(n)]
+    missing = [n for n in names if not implemented(n)]
+    print(f"aotjax implements {len(have)} of {len(names)} public op_db ops ({100 * len(have) / len(names):.0f}%)")
+    groups: dict[str, list[str]] = {}
+    for n in missing:
+        groups.setdefault(n.rsplit(".", 1)[0] if "." in n else "torch / Tensor", []).append(n.rsplit(".", 1)[-1])
+    print(f"\nmissing ({len(missing)}):")
+    for group, items in sorted(groups.items(), key=lambda g: -len(g[1])):
+        print(f"  {group} ({len(items)}): {' '.join(items)}")
+    if args.list:
+        print(f"\nimplemented ({len(have)}): {' '.join(have)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
