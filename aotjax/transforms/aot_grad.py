@@ -165,12 +165,26 @@ class _Plan:
         return finish, cotangents
 
     def _callable(self, which: str):
-        """What runs the `which` program on flat arrays: XLA's executable itself (compiled now, on first use), or the
+        """What runs the `which` program on flat arrays: XLA's executable (compiled now, on first use), or the
         program, which checks what a user compiler's callable returns."""
         program = getattr(self.vjp, which)
         fn = program if program.check_calls else program.executable
+        if hasattr(fn, "variants") and _one_device():
+            fn = self._settling(which, fn)
         setattr(self, f"_{which}", fn)
         return fn
+
+    def _settling(self, which: str, placed):
+        """`placed` (an executable compiled per placement of its inputs, `aot_shardings.PlacedExecutable`) for its
+        first call; then, on the one device there is, the one executable that call compiled, called directly.
+        NOTE: choosing a variant reads every input's sharding, twice the cost of the executable on small inputs."""
+        def first(*vals):
+            outs = placed(*vals)
+            variants = placed.variants()
+            setattr(self, f"_{which}", variants[0] if len(variants) == 1 else placed)
+            return outs
+
+        return first
 
     def _with_main(self, cts: list, main_cts: Sequence) -> list:
         """`cts` with the caller's cotangents of the main outputs in their slots (summed where outputs share one)."""
@@ -180,6 +194,12 @@ class _Plan:
             cts[slot] = cts[slot] + value if slot in filled else value
             filled.add(slot)
         return cts
+
+
+def _one_device() -> bool:
+    """Whether arrays can live on one device only (the CPU backend, one device): then a program's inputs are always
+    placed as its first call's were."""
+    return jax.default_backend() == "cpu" and jax.device_count() == 1
 
 
 def _zeros(aval):
