@@ -16,6 +16,7 @@ makes for views (`view_layout`) and for functional primitives that keep their op
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -160,8 +161,8 @@ class Tensor:
         return shape if dim is None else shape[canonical_dim(dim, len(shape))]
 
     def numel(self) -> int:
-        """The number of elements."""
-        return int(np.prod(self.shape, dtype=np.int64))
+        """The number of elements (a symbolic expression for a batch-polymorphic shape, `aotjax.export`)."""
+        return math.prod(self.shape)
 
     nelement = numel
 
