@@ -73,7 +73,8 @@ def test_polynomials_have_no_derivative_like_torch_and_vmap():
 BESSELS = ["modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
            "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "bessel_y0", "bessel_y1", "spherical_bessel_j0",
            "airy_ai"]
-BX = np.array([0.0, 1e-3, 0.5, 1.0, 1.99, 2.0, 2.5, 5.0, 7.9, 8.1, 20.0, 60.0, 120.0, -1.0, -3.0, -7.5, INF, NAN], FLOAT)
+BX = np.array([0.0, 1e-3, 0.5, 1.0, 1.99, 2.0, 2.5, 5.0, 7.9, 8.1, 20.0, 60.0, 120.0, -1.0, -3.0, -7.5, INF, NAN],
+              FLOAT)
 
 
 def _bessel_tolerances(name):
@@ -107,7 +108,7 @@ def test_bessel_second_kind_derivatives():
     want = {"modified_bessel_k0": -k1, "modified_bessel_k1": -k0 - k1 / tx, "bessel_y0": -y1,
             "bessel_y1": y0 - y1 / tx, "scaled_modified_bessel_k0": e * (k0 - k1),
             "scaled_modified_bessel_k1": e * (k1 - k0 - k1 / tx)}
-    grads = aotjax.jit(lambda x: {name: aotjax.grad(lambda x: getattr(aotjax.special, name)(x).sum())(x)
+    grads = aotjax.jit(lambda x: {name: aotjax.grad(lambda x, name=name: getattr(aotjax.special, name)(x).sum())(x)
                                   for name in want})(T(xs))
     for name, w in want.items():
         _close(grads[name], w, rtol=1e-4 if not X64 else 1e-7, atol=1e-6, how=name)
@@ -228,7 +229,7 @@ def test_masked_vjp_matches_torch_autograd():
     def pullbacks(x, mask, cts):  # NOTE: every op's vjp in one jit (one compile)
         out = {}
         for name, f in VJP_OPS.items():
-            value, pullback = aotjax.vjp(lambda x: f(aotjax.masked, x, mask), x)
+            value, pullback = aotjax.vjp(lambda x, f=f: f(aotjax.masked, x, mask), x)
             out[name] = (value, pullback(cts[name])[0])
         return out
     got = aotjax.jit(pullbacks)(T(MX), T(mask_np), {k: T(v) for k, v in cts.items()})
