@@ -21,7 +21,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import FunctionType, ModuleType
 
 import aotjax
 from aotjax import ops
@@ -88,6 +88,7 @@ FAMILIES: dict[str, Family | None] = {
     "random": None, "collectives": None, "sharding": None, "control_flow": None,  # rows of aotjax.random, aotjax.lax
     "calls": None, "custom_derivatives": None, "layout": None, "promotion": None, "remat": None, "unsupported": None,
     "shard_map": None,
+    "special_ops": None, "masked_ops": None,  # rows of aotjax.special (sgn resolve_neg: elementwise), aotjax.masked
 }
 
 # Namespaces: module path -> note. A namespace that does not exist (yet) is left out.
@@ -95,7 +96,9 @@ NAMESPACES: dict[str, str] = {
     "aotjax.linalg": "torch's result NamedTuples; batched over leading dims; real floats (`eig eigvals` return "
                      "complex); the factorizations are "
                      "`from_jax` primitives whose derivatives, transposes and batching are JAX's",
-    "aotjax.special": "",
+    "aotjax.special": "the polynomials take integer degrees `n` (tensors or numbers; no derivative, as torch)",
+    "aotjax.masked": "torch.masked's functions on plain tensors with `mask=` (no `MaskedTensor`); fully masked "
+                     "results as torch",
     "aotjax.fft": "torch's `n`/`s`, `dim`, `norm`; `aotjax.stft istft` (`Tensor.stft istft`; `return_complex=True`); "
                   "the transforms are `from_jax` primitives",
     "aotjax.random": "JAX-style explicit keys",
@@ -161,7 +164,9 @@ def _is_op(obj: object) -> bool:
 
 def _ops_of(namespace: str, candidates: list[str], owner: str = "aotjax") -> list[str]:
     ns = resolve(namespace)
-    return [n for n in dict.fromkeys(candidates) if not n.startswith("_") and not n.endswith("_p")
+    # NOTE: `x_p` names are primitives, except op functions so named (`legendre_polynomial_p`)
+    return [n for n in dict.fromkeys(candidates) if not n.startswith("_")
+            and not (n.endswith("_p") and not isinstance(getattr(ns, n, None), FunctionType))
             and _is_op(getattr(ns, n, None)) and unsupported_error(owner, n) is None]
 
 

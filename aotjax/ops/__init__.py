@@ -19,6 +19,7 @@ from aotjax.ops import (
     indexing,
     linalg,
     losses,
+    masked_ops,  # torch.masked's reductions (aotjax.masked)
     misc_ops,
     nn,
     normalization,
@@ -34,6 +35,7 @@ from aotjax.ops import (
     shard_map,  # registers the shard_map primitive
     sharding,
     sorting,
+    special_ops,  # torch.special's polynomials and Bessel functions (aotjax.special), sgn
     statistics,
     views,
 )
@@ -64,6 +66,7 @@ from aotjax.ops.resampling import *  # noqa: F403
 from aotjax.ops.scatter_ops import *  # noqa: F403
 from aotjax.ops.shape import *  # noqa: F403
 from aotjax.ops.sorting import *  # noqa: F403
+from aotjax.ops.special_ops import resolve_neg, sgn, sgn_  # noqa: F401
 from aotjax.ops.statistics import *  # noqa: F403
 from aotjax.ops.views import *  # noqa: F403
 
@@ -81,3 +84,4 @@ __all__ += arrangement.__all__
 __all__ += misc_ops.__all__
 __all__ += complex_numbers.__all__
 __all__ += fft.__all__
+__all__ += special_ops.TOP_LEVEL
