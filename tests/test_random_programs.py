@@ -86,7 +86,8 @@ def make_program(steps, n_out):
     return program
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50 if jax.config.jax_enable_x64 else 200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(step, min_size=1, max_size=10), n_out=st.integers(1, 3))
 def test_random_programs_trace_like_eager(steps, n_out):
     rng = np.random.default_rng(0)
@@ -106,7 +107,8 @@ def _make_inputs(aliased: bool):
     return (a, b), []
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30 if jax.config.jax_enable_x64 else 120, deadline=None,  # NOTE: x64: as fuzz_settings
+          suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(step, min_size=1, max_size=8), n_out=st.integers(1, 3), aliased=st.booleans())
 def test_random_programs_agree_through_the_boundary(steps, n_out, aliased):
     """Eager, functionalize, jit (first and cached call) and the functionalized jaxpr interpreted agree
@@ -507,6 +509,11 @@ _SCALE = int(os.environ.get("AOTJAX_FUZZ_SCALE", "1"))
 
 
 def fuzz_settings(examples: int):
+    """`examples` programs per run; a quarter of them in x64 mode, whose pass checks that the programs compute in 64
+    bits (aliasing, write-back and retracing, the same in both widths, get every example in the default 32-bit mode:
+    CI runs both, on 2 cores)."""
+    if jax.config.jax_enable_x64:
+        examples = max(3, examples // 4)
     return settings(max_examples=examples * _SCALE, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
@@ -892,7 +899,8 @@ def _outcome(fn, x, index):
     return out.numpy().copy(), x.numpy().copy()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40 if jax.config.jax_enable_x64 else 150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(op=st.sampled_from(sorted(INDEX_OPS)),
        entries=st.lists(st.integers(0, 2) | st.integers(-9, 9), min_size=3, max_size=3))  # in range everywhere, or any
 def test_random_indices_raise_like_torch_eagerly_and_in_a_checked_jit(op, entries):
