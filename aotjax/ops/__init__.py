@@ -12,6 +12,9 @@ from aotjax.ops import (
     decompositions,
     distributions,
     elementwise,
+    extra_linalg,  # noqa: F401  (aotjax.linalg's names only)
+    extra_nn,
+    extra_special,
     factories,
     generator,
     indexing,
@@ -43,6 +46,8 @@ from aotjax.ops.creation import *  # noqa: F403
 from aotjax.ops.decompositions import *  # noqa: F403
 from aotjax.ops.distributions import *  # noqa: F403
 from aotjax.ops.elementwise import *  # noqa: F403
+from aotjax.ops.extra_nn import *  # noqa: F403
+from aotjax.ops.extra_special import *  # noqa: F403
 from aotjax.ops.factories import *  # noqa: F403
 from aotjax.ops.generator import *  # noqa: F403
 from aotjax.ops.indexing import *  # noqa: F403
@@ -73,3 +78,4 @@ __all__ += [name for family in (activations, losses, normalization) for name in 
 __all__ += distributions.__all__ + factories.__all__
 __all__ += arrangement.__all__
 __all__ += misc_ops.__all__
+__all__ += extra_nn.__all__ + extra_special.__all__
