@@ -79,6 +79,12 @@ FAMILIES: dict[str, Family | None] = {
     "pooling": Family("pooling", "`return_indices`; `unfold fold` (im2col)"),
     "resampling": Family("resampling", "`pad` (constant reflect replicate circular), `interpolate` (nearest "
                          "nearest-exact linear bilinear bicubic trilinear area, `align_corners`)"),
+    "extra_nn": Family("nn (more)", "`ctc_loss` (padded or concatenated targets; a `scan` over time, its exact "
+                       "derivative: torch's backward assumes a `log_softmax` before it); `max_unpool*` "
+                       "(`output_size=`); `upsample_*` aliases of `interpolate`"),
+    "extra_special": Family("elementwise (special, more)", "`igamma igammac` (also `special.gammainc gammaincc`) "
+                            "differentiable in `other` only, as torch; `frexp` returns (mantissa, int32 exponent)"),
+    "extra_linalg": None,  # aotjax.linalg's functions: its namespace row
     "random": None, "collectives": None, "sharding": None, "control_flow": None,  # rows of aotjax.random, aotjax.lax
     "calls": None, "custom_derivatives": None, "layout": None, "promotion": None, "remat": None, "unsupported": None,
     "shard_map": None,

@@ -11,7 +11,7 @@ import jax.scipy.special as jsp
 
 from aotjax.core import source_info
 from aotjax.core.errors import DTypeError, UnsupportedError
-from aotjax.interpreters.jvp import defjvp, defjvp_zero
+from aotjax.interpreters.jvp import defjvp
 from aotjax.ops._combinators import elementwise, inplace_variant
 from aotjax.ops._from_jax import from_jax
 from aotjax.ops._frontend import as_tensor
@@ -73,6 +73,7 @@ igammac_p, igammac_inplace_p, igammac, igammac_ = _make("igammac", jsp.gammaincc
 
 def _density(a, x):
     """`x ** (a - 1) * exp(-x) / Gamma(a)`: the derivative of `P(a, x)` in `x`."""
+    a, x = as_tensor(a), as_tensor(x)
     return ((a - 1) * x.log() - x - a.lgamma()).exp()
 
 
@@ -81,12 +82,17 @@ defjvp(igammac_p, _no_derivative_in_a("igammac"), lambda t, a, x: -(t * _density
 
 nextafter_p, nextafter_inplace_p, nextafter, nextafter_ = _make("nextafter", jnp.nextafter, """The next
     floating-point value after `input` towards `other`, elementwise, as `torch.nextafter`. Not differentiable
-    (its derivative is zero).
+    (as in PyTorch, differentiating it raises).
 
     >>> (aotjax.nextafter(aotjax.tensor([1.0]), aotjax.tensor([2.0])) > 1.0).item()
     True
     """)
-defjvp_zero(nextafter_p)
+def _nextafter_jvp(t, x, y):
+    raise UnsupportedError(f"nextafter: the derivative is not implemented, as in PyTorch{source_info.where()}; "
+                           f"apply it to detached tensors")
+
+
+defjvp(nextafter_p, _nextafter_jvp, _nextafter_jvp)
 
 
 class FrexpResult(NamedTuple):

@@ -94,18 +94,21 @@ def test_nn_ops_match_torch_eager_jit_and_vjp():
     ts = [_t(a, True) for a in arrays]
     tp = [_t(a, True) for a in pooled]
     want = _nn_program(torch, TF, *ts, tp)
-    got = _nn_program(aotjax, F, *[aotjax.tensor(a) for a in arrays], [aotjax.tensor(a) for a in pooled])
-    _check(got, want)
-    # one compiled program: the weighted sum of every result, and its gradient in every input
+    # eagerly: bilinear (each eager op compiles on its own; the layers' test and the doctests run the rest eagerly)
+    _check(F.bilinear(*map(aotjax.tensor, (X1, X2, W, BIAS))), TF.bilinear(*map(_t, (X1, X2, W, BIAS))))
+    # one compiled program: every result, the weighted sum of them all, and its gradient in every input
     weights = [_r(*w.shape) for w in want]
 
     def total(lib, Fn, args, pool):
         outs = _nn_program(lib, Fn, *args, pool)
-        return sum((o * (torch.tensor(c) if lib is torch else aotjax.tensor(c))).sum() for o, c in zip(outs, weights))
+        c = (lambda a: torch.tensor(a)) if lib is torch else aotjax.tensor
+        return sum((o * c(w)).sum() for o, w in zip(outs, weights)), outs
 
-    value, grads = aotjax.jit(aotjax.value_and_grad(lambda args, pool: total(aotjax, F, args, pool), argnums=(0, 1)))(
+    (value, got), grads = aotjax.jit(aotjax.value_and_grad(lambda args, pool: total(aotjax, F, args, pool),
+                                                           argnums=(0, 1), has_aux=True))(
         [aotjax.tensor(a) for a in arrays], [aotjax.tensor(a) for a in pooled])
-    want_total = total(torch, TF, ts, tp)
+    _check(got, want)
+    want_total = total(torch, TF, ts, tp)[0]
     want_grads = torch.autograd.grad(want_total, ts + tp)
     np.testing.assert_allclose(as_np(value), want_total.item(), rtol=GTOL)
     for g, w in zip([*grads[0], *grads[1]], want_grads):
@@ -127,7 +130,7 @@ def _ctc_program(lib, Fn, logits):
     impossible = [2, 2, 2]  # 3 labels with a repeat need 4 frames: an infinite loss
     return [
         Fn.ctc_loss(lp, tg, IN_LEN, TG_LEN, reduction="none"),
-        Fn.ctc_loss(lp, tg, lengths(IN_LEN), lengths(TG_LEN)),
+        (torch.nn if lib is torch else aotjax.nn).CTCLoss()(lp, tg, lengths(IN_LEN), lengths(TG_LEN)),  # the layer
         Fn.ctc_loss(lp, flat, IN_LEN, TG_LEN, reduction="sum"),
         Fn.ctc_loss(lp, tg, impossible, TG_LEN, reduction="none", zero_infinity=True),
         Fn.ctc_loss(lp, (tg + 1) % C_, IN_LEN, TG_LEN, blank=1, reduction="none"),
@@ -139,45 +142,53 @@ def _ctc_program(lib, Fn, logits):
 def test_ctc_loss_matches_torch_eager_jit_and_vjp():
     x = _t(LOGITS, True)
     want = _ctc_program(torch, TF, x)
-    got = _ctc_program(aotjax, F, aotjax.tensor(LOGITS))
-    _check(got, want)
-    # the derivative in the logits (torch's backward in log_probs assumes a log_softmax before it)
+    # one compiled program, with the derivative in the logits (torch's backward in log_probs assumes a log_softmax
+    # before it); eagerly: the doctests (an eager scan compiles its body: seconds)
     weights = [_r(*w.shape) for w in want]
 
     def total(lib, Fn, logits):
         outs = _ctc_program(lib, Fn, logits)
-        return sum((o * (torch.tensor(c) if lib is torch else aotjax.tensor(c))).sum() for o, c in zip(outs, weights))
+        c = (lambda a: torch.tensor(a)) if lib is torch else aotjax.tensor
+        return sum((o * c(w)).sum() for o, w in zip(outs, weights)), outs
 
-    value, grad = aotjax.jit(aotjax.value_and_grad(lambda lg: total(aotjax, F, lg)))(aotjax.tensor(LOGITS))
-    want_total = total(torch, TF, x)
+    (value, got), grad = aotjax.jit(aotjax.value_and_grad(lambda lg: total(aotjax, F, lg), has_aux=True))(
+        aotjax.tensor(LOGITS))
+    _check(got, want)
+    want_total = total(torch, TF, x)[0]
     (want_grad,) = torch.autograd.grad(want_total, [x])
     np.testing.assert_allclose(as_np(value), want_total.item(), rtol=GTOL)
     np.testing.assert_allclose(as_np(grad), want_grad.numpy(), rtol=GTOL, atol=GTOL)
-    assert np.isinf(as_np(F.ctc_loss(aotjax.tensor(LOGITS).log_softmax(2), aotjax.tensor(TARGETS.astype(np.int32)),
-                                     [2, 2, 2], TG_LEN, reduction="none"))[0])
 
 
 def test_layers_match_torch():
-    m, tm = aotjax.nn.Bilinear(3, 4, 5), torch.nn.Bilinear(3, 4, 5)
+    m, tm = aotjax.nn.Bilinear(3, 4, 5, dtype=FLOAT), torch.nn.Bilinear(3, 4, 5)
     assert m.weight.shape == tuple(tm.weight.shape) and m.bias.shape == tuple(tm.bias.shape)
     assert np.abs(as_np(m.weight)).max() <= 1 / math.sqrt(3)
+    assert aotjax.nn.Bilinear(3, 4, 5, bias=False).bias is None
     m.load_state_dict({k: aotjax.tensor(v.detach().numpy().astype(FLOAT)) for k, v in tm.state_dict().items()})
     tm = tm.to(torch.float64 if X64 else torch.float32)
-    _check(m(aotjax.tensor(X1), aotjax.tensor(X2)), tm(_t(X1), _t(X2)))
-    assert aotjax.nn.Bilinear(3, 4, 5, bias=False).bias is None
-    lp = LOGITS[:, :1].copy()
-    _check(aotjax.nn.CTCLoss(blank=0, reduction="sum")(aotjax.tensor(lp).log_softmax(2),
-                                                        aotjax.tensor([[1, 2]]), [6], [2]),
-           torch.nn.CTCLoss(blank=0, reduction="sum")(_t(lp).log_softmax(2), torch.tensor([[1, 2]]), [6], [2]))
-    _check(aotjax.nn.ChannelShuffle(2)(aotjax.tensor(IMG)), torch.nn.ChannelShuffle(2)(_t(IMG)))
-    _check(aotjax.nn.TripletMarginWithDistanceLoss(swap=True)(*map(aotjax.tensor, (A, P, N))),
-           torch.nn.TripletMarginWithDistanceLoss(swap=True)(*map(_t, (A, P, N))))
-    _check(aotjax.nn.MultiLabelMarginLoss(reduction="sum")(aotjax.tensor(ML_X), aotjax.tensor(ML_Y.astype(np.int32))),
-           torch.nn.MultiLabelMarginLoss(reduction="sum")(_t(ML_X), torch.tensor(ML_Y)))
-    for (_, v, i, kw, _), layer in zip(UNPOOL, ("MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d")):
-        _check(getattr(aotjax.nn, layer)(**kw)(aotjax.tensor(v), aotjax.tensor(i.astype(np.int32))),
-               getattr(torch.nn, layer)(**kw)(_t(v), torch.tensor(i)))
+    layers = {
+        "Bilinear": (m, tm, (X1, X2)),
+        "ChannelShuffle": (aotjax.nn.ChannelShuffle(2), torch.nn.ChannelShuffle(2), (IMG,)),
+        "TripletMarginWithDistanceLoss": (aotjax.nn.TripletMarginWithDistanceLoss(swap=True),
+                                          torch.nn.TripletMarginWithDistanceLoss(swap=True), (A, P, N)),
+        "MultiLabelMarginLoss": (aotjax.nn.MultiLabelMarginLoss(reduction="sum"),
+                                 torch.nn.MultiLabelMarginLoss(reduction="sum"), (ML_X, ML_Y)),
+    }
+    for (_, v, i, kw, _), name in zip(UNPOOL, ("MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d")):
+        layers[name] = (getattr(aotjax.nn, name)(**kw), getattr(torch.nn, name)(**kw), (v, i))
+
+    def convert(a, lib):
+        if not isinstance(a, np.ndarray):
+            return a
+        return torch.tensor(a) if lib is torch else aotjax.tensor(a.astype(np.int32) if a.dtype == np.int64 else a)
+
+    # one compiled program runs every layer (the ops ran eagerly in their doctests)
+    run = aotjax.jit(lambda args: [layer(*a) for (layer, _, _), a in zip(layers.values(), args)])
+    got = run([[convert(a, aotjax) for a in args] for _, _, args in layers.values()])
+    _check(got, [t_layer(*[convert(a, torch) for a in args]) for _, t_layer, args in layers.values()])
     assert aotjax.Tensor.channel_shuffle is aotjax.channel_shuffle and "bilinear" in F.__all__
+    assert "kernel_size=2" in repr(layers["MaxUnpool1d"][0]) and "groups=2" in repr(layers["ChannelShuffle"][0])
 
 
 def test_nn_errors_as_torch():
@@ -230,8 +241,6 @@ def test_linalg_matches_torch_eager_jit_and_vjp():
     arrays = [SQ, RHS, T4, T6, B6, HH, TAU, VX]
     ts = [_t(a, True) for a in arrays]
     want = _linalg_program(torch.linalg, *ts)
-    got = _linalg_program(aotjax.linalg, *[aotjax.tensor(a) for a in arrays])
-    _check(got, want, tol=1e-9 if X64 else 2e-5)
     # integers: vander keeps the dtype; the infos are int32 zeros
     _check(aotjax.linalg.vander(aotjax.tensor([1, 2, 3])), torch.linalg.vander(torch.tensor([1, 2, 3])))
     sq = aotjax.tensor(SQ)
@@ -244,12 +253,14 @@ def test_linalg_matches_torch_eager_jit_and_vjp():
     weights = [_r(*w.shape) for w in want]
 
     def total(lib, L, args):  # NOTE: torch's backward of cond in the norms other than 2 fails (an in-place inv_ex)
-        return sum((o * (torch.tensor(c) if lib is torch else aotjax.tensor(c))).sum()
-                   for o, c in zip(_linalg_program(L, *args, norms=(None, -2)), weights))
+        c = (lambda a: torch.tensor(a)) if lib is torch else aotjax.tensor
+        return sum((o * c(w)).sum() for o, w in zip(_linalg_program(L, *args, norms=(None, -2)), weights)), \
+            _linalg_program(L, *args) if lib is aotjax else None
 
-    value, grads = aotjax.jit(aotjax.value_and_grad(lambda args: total(aotjax, aotjax.linalg, args)))(
-        [aotjax.tensor(a) for a in arrays])
-    want_total = total(torch, torch.linalg, ts)
+    (value, got), grads = aotjax.jit(aotjax.value_and_grad(lambda args: total(aotjax, aotjax.linalg, args),
+                                                           has_aux=True))([aotjax.tensor(a) for a in arrays])
+    _check(got, want, tol=1e-9 if X64 else 2e-5)
+    want_total = total(torch, torch.linalg, ts)[0]
     np.testing.assert_allclose(as_np(value), want_total.item(), rtol=GTOL)
     for g, w in zip(grads, torch.autograd.grad(want_total, ts)):
         np.testing.assert_allclose(as_np(g), w.numpy(), rtol=1e-7 if X64 else 5e-4, atol=1e-7 if X64 else 5e-4)
@@ -275,30 +286,31 @@ GX = np.array([[0.3, 1.0, 2.5, 4.0], [0.1, 2.0, 0.7, 12.0]], FLOAT)
 
 def test_special_matches_torch():
     a, x, ta, tx = aotjax.tensor(GA), aotjax.tensor(GX), _t(GA), _t(GX, True)
-    run = aotjax.jit(lambda a, x: [aotjax.igamma(a, x), aotjax.igammac(a, x), aotjax.nextafter(a, x),
-                                   aotjax.special.gammainc(a, 2.0), *aotjax.frexp(x * 100)])
-    for got in (run(a, x), [aotjax.igamma(a, x), aotjax.igammac(a, x), aotjax.nextafter(a, x),
-                            aotjax.special.gammainc(a, 2.0), *aotjax.frexp(x * 100)]):
-        _check(got, [torch.igamma(ta, tx), torch.igammac(ta, tx), torch.nextafter(ta, tx),
-                     torch.special.gammainc(ta, torch.tensor(2.0, dtype=ta.dtype)), *torch.frexp(tx * 100)])
-    assert aotjax.frexp(x).exponent.dtype == aotjax.int32
+    weights = _r(*GA.shape)
+
+    def program(lib, a, x):
+        outs = [lib.igamma(a, x), lib.igammac(a, x), lib.nextafter(a, x.detach()),
+                lib.special.gammainc(a, lib.tensor(2.0, dtype=a.dtype)), *lib.frexp(x * 100)]
+        c = torch.tensor(weights) if lib is torch else aotjax.tensor(weights)
+        return ((outs[0] - 2 * outs[1] + outs[4]) * c).sum(), outs
+
+    (value, got), grad = aotjax.jit(aotjax.value_and_grad(lambda x: program(aotjax, a, x), has_aux=True))(x)
+    want_value, want = program(torch, ta, tx)
+    _check(got, want)
+    (want_grad,) = torch.autograd.grad(want_value, [tx])  # in x only: torch has no derivative in a
+    np.testing.assert_allclose(as_np(value), want_value.item(), rtol=GTOL)
+    np.testing.assert_allclose(as_np(grad), want_grad.numpy(), rtol=GTOL, atol=GTOL)
+    # eagerly, the Tensor methods and the in-place forms (through a view)
+    _check(x.igamma(a), torch.igamma(tx, ta))
     _check(aotjax.frexp(aotjax.tensor([0.0, -3.0, 0.125])), torch.frexp(torch.tensor([0.0, -3.0, 0.125])))
-    # methods and in-place forms
-    _check(a.igamma(x), torch.igamma(ta, tx))
     y, ty = aotjax.tensor(GA), _t(GA)
     assert y[0].igammac_(x[0]) is not None and y.nextafter_(x) is y
     ty[0].igammac_(tx[0].detach())
     ty.nextafter_(tx.detach())
     _check(y, ty)
-    # derivatives in x (torch has none in a)
-    weights = _r(*GA.shape)
-    f = lambda lib, a, x: ((lib.igamma(a, x) - 2 * lib.igammac(a, x)) * torch.tensor(weights).numpy()).sum()
-    g = aotjax.grad(lambda x: f(aotjax, a, x))(x)
-    (want,) = torch.autograd.grad((torch.igamma(ta, tx) - 2 * torch.igammac(ta, tx)).mul(torch.tensor(weights)).sum(),
-                                  [tx])
-    np.testing.assert_allclose(as_np(g), want.numpy(), rtol=GTOL, atol=GTOL)
-    np.testing.assert_array_equal(as_np(aotjax.grad(lambda x: aotjax.nextafter(x, a).sum())(x)), np.zeros_like(GX))
     with pytest.raises(UnsupportedError, match="igamma: the derivative in input"):
         aotjax.grad(lambda a: aotjax.igamma(a, x).sum())(a)
+    with pytest.raises(UnsupportedError, match="nextafter: the derivative is not implemented"):
+        aotjax.grad(lambda x: aotjax.nextafter(x, a).sum())(x)
     with pytest.raises(DTypeError, match="frexp: expected a floating-point tensor"):
         aotjax.frexp(aotjax.tensor([1, 2]))
