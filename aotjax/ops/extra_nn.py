@@ -172,7 +172,22 @@ def pdist(input, p: float = 2.0):
     i, j = (k.astype(np.int32) for k in np.triu_indices(x.shape[0], 1))
     if i.size == 0:
         return zeros(0, dtype=x.dtype)
-    return _norm_last(x[tensor(i)] - x[tensor(j)], p, False)
+    d = x[tensor(i)] - x[tensor(j)]
+    if p == 0:
+        return _norm_last(d, p, False)
+    # NOTE: as torch's, the derivative at a zero entry of `d` (and at a zero distance: equal rows) is 0 (jax's abs
+    # has derivative 1 at 0; the root's would be nan)
+    a = select(d != 0, d.abs(), 0.0)
+    if p == 1:
+        return a.sum(-1)
+    if p == math.inf:  # torch's derivative: sign(d) at every entry tied for the max (not shared among them)
+        m = a.amax(-1).detach()
+        ties = select((a == m.unsqueeze(-1)) & (d != 0), a, 0.0).sum(-1)
+        return m + (ties - ties.detach())
+    s = (d * d).sum(-1) if p == 2 else (a ** p).sum(-1)
+    nonzero = s > 0
+    safe = select(nonzero, s, 1.0)
+    return select(nonzero, safe.sqrt() if p == 2 else (safe.log() / p).exp(), 0.0)
 
 
 def channel_shuffle(input, groups: int):

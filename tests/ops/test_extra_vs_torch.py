@@ -42,6 +42,7 @@ def _check(got, want, tol=TOL):
 # -- nn.functional ---------------------------------------------------------------------------------------------------
 X1, X2, W, BIAS = _r(2, 3), _r(2, 4), _r(5, 3, 4), _r(5)
 ROWS = _r(4, 3)
+ROWS[3] = ROWS[1]  # equal rows: a zero distance, whose derivative is 0 (torch's)
 IMG = _r(1, 4, 2, 3)
 A, P, N = _r(3, 4), _r(3, 4), _r(3, 4)
 ML_X = _r(3, 4)
@@ -71,6 +72,7 @@ def _nn_program(lib, Fn, x1, x2, w, b, rows, img, a, p, n, mlx, pooled):
         Fn.pdist(rows),
         Fn.pdist(rows, p=1.0),
         Fn.pdist(rows, p=math.inf),
+        Fn.pdist(rows, p=3.0),
         Fn.channel_shuffle(img, 2),
         Fn.upsample_nearest(img, scale_factor=2),
         Fn.upsample_bilinear(img, size=(3, 5)),
