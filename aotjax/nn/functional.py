@@ -39,9 +39,11 @@ from aotjax.ops.conv import FUNCTIONAL as _CONV
 from aotjax.ops.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: F401
 from aotjax.ops.extra_nn import FUNCTIONAL as _EXTRA
 from aotjax.ops.extra_nn import (  # noqa: F401
+    affine_grid,
     bilinear,
     channel_shuffle,
     ctc_loss,
+    grid_sample,
     max_unpool1d,
     max_unpool2d,
     max_unpool3d,

@@ -1,7 +1,8 @@
 """The rest of `torch.nn.functional`'s ops: `bilinear`, `ctc_loss` (the forward recursion over time as one
 `scan`, its derivative by differentiating through the loop), `pdist`, `channel_shuffle`, the deprecated
-`upsample_nearest`/`upsample_bilinear`, `triplet_margin_with_distance_loss`, `multilabel_margin_loss` and
-`max_unpool1d/2d/3d`: compositions of existing ops, with PyTorch's arguments, defaults and errors.
+`upsample_nearest`/`upsample_bilinear`, `triplet_margin_with_distance_loss`, `multilabel_margin_loss`,
+`max_unpool1d/2d/3d`, `affine_grid` and `grid_sample` (4-D; a gather at the four neighbours): compositions of
+existing ops, with PyTorch's arguments, defaults and errors.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from aotjax.ops._frontend import as_tensor
 from aotjax.ops.control_flow.scan import scan
 from aotjax.ops.creation import arange, full, tensor, zeros
 from aotjax.ops.elementwise import where as select
-from aotjax.ops.linalg import einsum
+from aotjax.ops.linalg import einsum, matmul
 from aotjax.ops.losses import _norm_last, pairwise_distance
 from aotjax.ops.nn import _check_reduction, _reduce
 from aotjax.ops.promotion import category, default_int_dtype, is_float
@@ -25,7 +26,8 @@ from aotjax.tensor import method
 
 __all__ = ["bilinear", "pdist", "channel_shuffle"]
 FUNCTIONAL = __all__ + ["ctc_loss", "upsample_nearest", "upsample_bilinear", "triplet_margin_with_distance_loss",
-                        "multilabel_margin_loss", "max_unpool1d", "max_unpool2d", "max_unpool3d"]
+                        "multilabel_margin_loss", "max_unpool1d", "max_unpool2d", "max_unpool3d", "affine_grid",
+                        "grid_sample"]
 
 
 # -- bilinear --------------------------------------------------------------------------------------------------------
@@ -360,3 +362,106 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     tensor([[0., 5.]])
     """
     return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
+# -- affine_grid, grid_sample ----------------------------------------------------------------------------------------
+def _base_coords(n: int, align_corners: bool) -> np.ndarray:
+    """The normalized [-1, 1] coordinates of `n` pixels: their centers, or the corner ones at +-1 (`align_corners`)."""
+    if align_corners:
+        return np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(n)
+    return (np.arange(n) * 2.0 + 1.0) / n - 1.0
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid of the affine maps `theta` (`[N, 2, 3]` for a `[N, C, H, W]` `size`, giving `[N, H, W, 2]`;
+    `[N, 3, 4]` for `[N, C, D, H, W]`, giving `[N, D, H, W, 3]`), in `grid_sample`'s normalized (x, y[, z])
+    coordinates, as `torch.nn.functional.affine_grid` (`align_corners` defaults to False).
+
+    >>> F = aotjax.nn.functional
+    >>> F.affine_grid(aotjax.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]]), (1, 1, 1, 2), align_corners=True)
+    tensor([[[[-1.,  0.],
+              [ 1.,  0.]]]])
+    """
+    theta = as_tensor(theta)
+    size = tuple(int(s) for s in size)
+    ac = bool(align_corners)
+    if not is_float(theta.dtype):
+        raise DTypeError(f"affine_grid: theta must be floating point, got {theta.aval.str_short()}{where()}")
+    nd = len(size) - 2
+    if nd not in (2, 3) or tuple(theta.shape) != (size[0], nd, nd + 1):
+        raise ShapeError(f"affine_grid: expected theta [N, 2, 3] with a 4-D size or [N, 3, 4] with a 5-D size, got "
+                         f"theta of shape {list(theta.shape)} and size {list(size)}{where()}")
+    spatial = size[2:][::-1]  # x (W) first
+    axes = np.meshgrid(*[_base_coords(s, ac) for s in spatial[::-1]], indexing="ij")[::-1]  # [x, y(, z)] each [D, H, W]
+    base = np.stack([*axes, np.ones_like(axes[0])], -1).reshape(-1, nd + 1)  # [P, nd + 1]
+    grid = matmul(tensor(base.astype(np.dtype(theta.dtype))), theta.transpose(1, 2))  # [N, P, nd]
+    return grid.reshape(size[0], *size[2:], nd)
+
+
+def _unnormalize(g, n: int, align_corners: bool):
+    return (g + 1) / 2 * (n - 1) if align_corners else ((g + 1) * n - 1) / 2
+
+
+def _reflect(c, lo2: float, hi2: float):
+    """`c` reflected into `[lo2 / 2, hi2 / 2]` (torch's `reflect_coordinates`)."""
+    if lo2 == hi2:
+        return c * 0
+    lo, span = lo2 / 2, (hi2 - lo2) / 2
+    c = (c - lo).abs()
+    flips = (c / span).floor()
+    extra = c - flips * span
+    return select(flips.remainder(2) == 0, extra + lo, span - extra + lo)
+
+
+def _source(g, n: int, padding_mode: str, align_corners: bool):
+    c = _unnormalize(g, n, align_corners)
+    if padding_mode == "border":
+        c = c.clamp(0, n - 1)
+    elif padding_mode == "reflection":
+        c = _reflect(c, 0, 2 * (n - 1)) if align_corners else _reflect(c, -1, 2 * n - 1)
+        c = c.clamp(0, n - 1)
+    return c
+
+
+def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners=None):
+    """`input` `[N, C, H, W]` sampled at `grid` `[N, H_out, W_out, 2]` (normalized (x, y) in [-1, 1]), as
+    `torch.nn.functional.grid_sample` for 4-D inputs: `mode` `'bilinear'` or `'nearest'`, `padding_mode`
+    `'zeros'`, `'border'` or `'reflection'`, `align_corners` (default False).
+
+    >>> F = aotjax.nn.functional
+    >>> F.grid_sample(aotjax.tensor([[[[0.0, 10.0]]]]), aotjax.tensor([[[[0.0, 0.0]]]]), align_corners=True)
+    tensor([[[[5.]]]])
+    """
+    x, g = as_tensor(input), as_tensor(grid)
+    if mode not in ("bilinear", "nearest"):
+        raise ValueError(f"grid_sample: mode must be 'bilinear' or 'nearest', got {mode!r}{where()}"
+                         + ("; 'bicubic' is not supported" if mode == "bicubic" else ""))
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"grid_sample: padding_mode must be 'zeros', 'border' or 'reflection', got "
+                         f"{padding_mode!r}{where()}")
+    if x.ndim != 4 or g.ndim != 4 or g.shape[-1] != 2 or g.shape[0] != x.shape[0]:
+        raise ShapeError(f"grid_sample: expected input [N, C, H, W] and grid [N, H_out, W_out, 2] (5-D volumes are "
+                         f"not supported), got {list(x.shape)} and {list(g.shape)}{where()}")
+    if not is_float(x.dtype) or g.dtype != x.dtype:
+        raise DTypeError(f"grid_sample: input and grid must be floating point of one dtype, got "
+                         f"{x.aval.str_short()} and {g.aval.str_short()}{where()}")
+    ac = bool(align_corners)
+    N, C, H, W = x.shape
+    ho, wo = g.shape[1:3]
+    ix = _source(g[..., 0], W, padding_mode, ac)  # [N, ho, wo]
+    iy = _source(g[..., 1], H, padding_mode, ac)
+    flat = x.reshape(N, C, H * W)
+
+    def at(yi, xi):  # the input at integer (yi, xi) [N, ho, wo], 0 outside
+        inside = (xi >= 0) & (xi <= W - 1) & (yi >= 0) & (yi <= H - 1)
+        idx = (yi.clamp(0, H - 1) * W + xi.clamp(0, W - 1)).to(default_int_dtype()).reshape(N, 1, ho * wo)
+        vals = flat.gather(2, idx.expand(N, C, ho * wo)).reshape(N, C, ho, wo)
+        return select(inside.unsqueeze(1), vals, 0.0)
+
+    if mode == "nearest":
+        return at(iy.round().detach(), ix.round().detach())
+    x0, y0 = ix.floor().detach(), iy.floor().detach()
+    wx1, wy1 = ix - x0, iy - y0
+    wx0, wy0 = 1 - wx1, 1 - wy1
+    return ((at(y0, x0) * (wy0 * wx0).unsqueeze(1) + at(y0, x0 + 1) * (wy0 * wx1).unsqueeze(1))
+            + (at(y0 + 1, x0) * (wy1 * wx0).unsqueeze(1) + at(y0 + 1, x0 + 1) * (wy1 * wx1).unsqueeze(1)))

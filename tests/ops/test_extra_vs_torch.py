@@ -47,6 +47,7 @@ IMG = _r(1, 4, 2, 3)
 A, P, N = _r(3, 4), _r(3, 4), _r(3, 4)
 ML_X = _r(3, 4)
 ML_Y = np.array([[3, 0, -1, 1], [1, 2, 3, 0], [-1, 1, 2, 0]], np.int64)
+THETA = (np.eye(2, 3)[None] * 1.4 + RNG.standard_normal((1, 2, 3)) * 0.3).astype(FLOAT)  # samples outside too
 POOL1, POOL2, POOL3 = _r(2, 3, 8), _r(1, 2, 4, 6), _r(1, 1, 4, 4, 2)
 
 
@@ -63,7 +64,7 @@ def _unpool_cases(lib):
 UNPOOL = _unpool_cases(torch)
 
 
-def _nn_program(lib, Fn, x1, x2, w, b, rows, img, a, p, n, mlx, pooled):
+def _nn_program(lib, Fn, x1, x2, w, b, rows, img, a, p, n, mlx, theta, pooled):
     """Every differentiable nn op once, for values and gradients."""
     ml_y = lib.tensor(ML_Y) if lib is torch else aotjax.tensor(ML_Y.astype(np.int32))
     outs = [
@@ -82,7 +83,12 @@ def _nn_program(lib, Fn, x1, x2, w, b, rows, img, a, p, n, mlx, pooled):
         Fn.multilabel_margin_loss(mlx, ml_y),
         Fn.multilabel_margin_loss(mlx, ml_y, reduction="none"),
         Fn.multilabel_margin_loss(mlx[0], ml_y[0], reduction="sum"),
+        Fn.affine_grid(theta, (1, 4, 3, 2), align_corners=True),
     ]
+    grid = Fn.affine_grid(theta, (1, 4, 3, 4), align_corners=False)
+    for mode, pad, ac in (("bilinear", "zeros", False), ("bilinear", "border", True), ("bilinear", "reflection", False),
+                          ("nearest", "zeros", True), ("nearest", "reflection", True)):
+        outs.append(Fn.grid_sample(img, grid, mode=mode, padding_mode=pad, align_corners=ac))
     for (nd, _, idx, kw, shape), v in zip(UNPOOL, pooled):
         i = torch.tensor(idx) if lib is torch else aotjax.tensor(idx.astype(np.int32))
         outs.append(getattr(Fn, f"max_unpool{nd}d")(v, i, **kw))
@@ -91,7 +97,7 @@ def _nn_program(lib, Fn, x1, x2, w, b, rows, img, a, p, n, mlx, pooled):
 
 
 def test_nn_ops_match_torch_eager_jit_and_vjp():
-    arrays = [X1, X2, W, BIAS, ROWS, IMG, A, P, N, ML_X]
+    arrays = [X1, X2, W, BIAS, ROWS, IMG, A, P, N, ML_X, THETA]
     pooled = [u[1] for u in UNPOOL]
     ts = [_t(a, True) for a in arrays]
     tp = [_t(a, True) for a in pooled]
@@ -212,6 +218,10 @@ def test_nn_errors_as_torch():
         F.triplet_margin_with_distance_loss(aotjax.ones(2), aotjax.ones(2), aotjax.ones(2), margin=0.0)
     with pytest.raises(ShapeError, match="max_unpool2d: output_size"):
         F.max_unpool2d(aotjax.ones(1, 2, 2), aotjax.zeros(1, 2, 2, dtype=aotjax.int32), 2, output_size=(9, 9))
+    with pytest.raises(ShapeError, match="affine_grid: expected theta"):
+        F.affine_grid(aotjax.ones(1, 2, 3), (1, 1, 2))
+    with pytest.raises(ValueError, match="grid_sample: mode must be"):
+        F.grid_sample(aotjax.ones(1, 1, 2, 2), aotjax.zeros(1, 1, 1, 2), mode="bicubic")
     with pytest.raises(ShapeError, match="upsample_bilinear: expected a 4-D input"):
         F.upsample_bilinear(aotjax.ones(1, 1, 2), scale_factor=2)
 
