@@ -22,7 +22,6 @@ from aotjax.ops.nn import _check_reduction, _reduce
 from aotjax.ops.promotion import category, default_int_dtype, is_float
 from aotjax.ops.resampling import interpolate
 from aotjax.ops.shape import cat, stack
-from aotjax.tensor import method
 
 __all__ = ["bilinear", "pdist", "channel_shuffle"]
 FUNCTIONAL = __all__ + ["ctc_loss", "upsample_nearest", "upsample_bilinear", "triplet_margin_with_distance_loss",
@@ -207,9 +206,6 @@ def channel_shuffle(input, groups: int):
                          f"divisible by groups={g}, got shape {list(x.shape)}{where()}")
     n, c, *rest = x.shape
     return x.reshape(n, g, c // g, *rest).transpose(1, 2).reshape(n, c, *rest)
-
-
-method(channel_shuffle)
 
 
 # -- upsampling (PyTorch's deprecated names) ------------------------------------------------------------------------
