@@ -81,8 +81,8 @@ FAMILIES: dict[str, Family | None] = {
                          "nearest-exact linear bilinear bicubic trilinear area, `align_corners`)"),
     "extra_nn": Family("nn (more)", "`ctc_loss` (padded or concatenated targets; a `scan` over time, its exact "
                        "derivative: torch's backward assumes a `log_softmax` before it); `max_unpool*` "
-                       "(`output_size=`); `upsample_*` aliases of `interpolate`; `grid_sample` 4-D (bilinear "
-                       "nearest; zeros border reflection)"),
+                       "(`output_size=`); `upsample_*` aliases of `interpolate`; `grid_sample` 4-D and 5-D "
+                       "(bilinear nearest; zeros border reflection)"),
     "extra_special": Family("elementwise (special, more)", "`igamma igammac` (also `special.gammainc gammaincc`) "
                             "differentiable in `other` only, as torch; `frexp` returns (mantissa, int32 exponent)"),
     "extra_linalg": None,  # aotjax.linalg's functions: its namespace row

@@ -1,7 +1,7 @@
 """The rest of `torch.nn.functional`'s ops: `bilinear`, `ctc_loss` (the forward recursion over time as one
 `scan`, its derivative by differentiating through the loop), `pdist`, `channel_shuffle`, the deprecated
 `upsample_nearest`/`upsample_bilinear`, `triplet_margin_with_distance_loss`, `multilabel_margin_loss`,
-`max_unpool1d/2d/3d`, `affine_grid` and `grid_sample` (4-D; a gather at the four neighbours): compositions of
+`max_unpool1d/2d/3d`, `affine_grid` and `grid_sample` (a gather at each corner of the cell): compositions of
 existing ops, with PyTorch's arguments, defaults and errors.
 """
 from __future__ import annotations
@@ -420,9 +420,10 @@ def _source(g, n: int, padding_mode: str, align_corners: bool):
 
 
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners=None):
-    """`input` `[N, C, H, W]` sampled at `grid` `[N, H_out, W_out, 2]` (normalized (x, y) in [-1, 1]), as
-    `torch.nn.functional.grid_sample` for 4-D inputs: `mode` `'bilinear'` or `'nearest'`, `padding_mode`
-    `'zeros'`, `'border'` or `'reflection'`, `align_corners` (default False).
+    """`input` `[N, C, H, W]` sampled at `grid` `[N, H_out, W_out, 2]` (normalized (x, y) in [-1, 1]), or `[N, C, D,
+    H, W]` at `[N, D_out, H_out, W_out, 3]` ((x, y, z)), as `torch.nn.functional.grid_sample`: `mode`
+    `'bilinear'` (trilinear for volumes) or `'nearest'`, `padding_mode` `'zeros'`, `'border'` or `'reflection'`,
+    `align_corners` (default False).
 
     >>> F = aotjax.nn.functional
     >>> F.grid_sample(aotjax.tensor([[[[0.0, 10.0]]]]), aotjax.tensor([[[[0.0, 0.0]]]]), align_corners=True)
@@ -435,29 +436,44 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"grid_sample: padding_mode must be 'zeros', 'border' or 'reflection', got "
                          f"{padding_mode!r}{where()}")
-    if x.ndim != 4 or g.ndim != 4 or g.shape[-1] != 2 or g.shape[0] != x.shape[0]:
-        raise ShapeError(f"grid_sample: expected input [N, C, H, W] and grid [N, H_out, W_out, 2] (5-D volumes are "
-                         f"not supported), got {list(x.shape)} and {list(g.shape)}{where()}")
+    nd = x.ndim - 2
+    if nd not in (2, 3) or g.ndim != x.ndim or g.shape[-1] != nd or g.shape[0] != x.shape[0]:
+        raise ShapeError(f"grid_sample: expected input [N, C, H, W] with grid [N, H_out, W_out, 2], or input "
+                         f"[N, C, D, H, W] with grid [N, D_out, H_out, W_out, 3], got {list(x.shape)} and "
+                         f"{list(g.shape)}{where()}")
     if not is_float(x.dtype) or g.dtype != x.dtype:
         raise DTypeError(f"grid_sample: input and grid must be floating point of one dtype, got "
                          f"{x.aval.str_short()} and {g.aval.str_short()}{where()}")
     ac = bool(align_corners)
-    N, C, H, W = x.shape
-    ho, wo = g.shape[1:3]
-    ix = _source(g[..., 0], W, padding_mode, ac)  # [N, ho, wo]
-    iy = _source(g[..., 1], H, padding_mode, ac)
-    flat = x.reshape(N, C, H * W)
+    N, C, *sizes = x.shape
+    out = tuple(g.shape[1:-1])
+    P = math.prod(out)
+    strides = [math.prod(sizes[k + 1:]) for k in range(nd)]
+    # the source position along each input dim (D, H, W order), from grid's (x, y, z) order
+    src = [_source(g[..., nd - 1 - k], sizes[k], padding_mode, ac) for k in range(nd)]
+    flat = x.reshape(N, C, math.prod(sizes))
 
-    def at(yi, xi):  # the input at integer (yi, xi) [N, ho, wo], 0 outside
-        inside = (xi >= 0) & (xi <= W - 1) & (yi >= 0) & (yi <= H - 1)
-        idx = (yi.clamp(0, H - 1) * W + xi.clamp(0, W - 1)).to(default_int_dtype()).reshape(N, 1, ho * wo)
-        vals = flat.gather(2, idx.expand(N, C, ho * wo)).reshape(N, C, ho, wo)
+    def at(pos):  # the input at integer positions `pos` (one [N, *out] per dim), 0 outside
+        inside = None
+        idx = 0
+        for k, p in enumerate(pos):
+            ok = (p >= 0) & (p <= sizes[k] - 1)
+            inside = ok if inside is None else inside & ok
+            idx = idx + p.clamp(0, sizes[k] - 1) * strides[k]
+        idx = idx.to(default_int_dtype()).reshape(N, 1, P)
+        vals = flat.gather(2, idx.expand(N, C, P)).reshape(N, C, *out)
         return select(inside.unsqueeze(1), vals, 0.0)
 
     if mode == "nearest":
-        return at(iy.round().detach(), ix.round().detach())
-    x0, y0 = ix.floor().detach(), iy.floor().detach()
-    wx1, wy1 = ix - x0, iy - y0
-    wx0, wy0 = 1 - wx1, 1 - wy1
-    return ((at(y0, x0) * (wy0 * wx0).unsqueeze(1) + at(y0, x0 + 1) * (wy0 * wx1).unsqueeze(1))
-            + (at(y0 + 1, x0) * (wy1 * wx0).unsqueeze(1) + at(y0 + 1, x0 + 1) * (wy1 * wx1).unsqueeze(1)))
+        return at([c.round().detach() for c in src])
+    lo = [c.floor().detach() for c in src]
+    frac = [c - f for c, f in zip(src, lo)]
+    total = None
+    for corner in np.ndindex(*(2,) * nd):
+        w = None
+        for k, bit in enumerate(corner):
+            wk = frac[k] if bit else 1 - frac[k]
+            w = wk if w is None else w * wk
+        term = at([f + bit for f, bit in zip(lo, corner)]) * w.unsqueeze(1)
+        total = term if total is None else total + term
+    return total

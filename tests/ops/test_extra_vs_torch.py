@@ -48,6 +48,7 @@ A, P, N = _r(3, 4), _r(3, 4), _r(3, 4)
 ML_X = _r(3, 4)
 ML_Y = np.array([[3, 0, -1, 1], [1, 2, 3, 0], [-1, 1, 2, 0]], np.int64)
 THETA = (np.eye(2, 3)[None] * 1.4 + RNG.standard_normal((1, 2, 3)) * 0.3).astype(FLOAT)  # samples outside too
+THETA3, VOL = (np.eye(3, 4)[None] * 1.3 + RNG.standard_normal((1, 3, 4)) * 0.3).astype(FLOAT), _r(1, 2, 2, 3, 2)
 POOL1, POOL2, POOL3 = _r(2, 3, 8), _r(1, 2, 4, 6), _r(1, 1, 4, 4, 2)
 
 
@@ -64,7 +65,7 @@ def _unpool_cases(lib):
 UNPOOL = _unpool_cases(torch)
 
 
-def _nn_program(lib, Fn, x1, x2, w, b, rows, img, a, p, n, mlx, theta, pooled):
+def _nn_program(lib, Fn, x1, x2, w, b, rows, img, a, p, n, mlx, theta, theta3, vol, pooled):
     """Every differentiable nn op once, for values and gradients."""
     ml_y = lib.tensor(ML_Y) if lib is torch else aotjax.tensor(ML_Y.astype(np.int32))
     outs = [
@@ -89,6 +90,9 @@ def _nn_program(lib, Fn, x1, x2, w, b, rows, img, a, p, n, mlx, theta, pooled):
     for mode, pad, ac in (("bilinear", "zeros", False), ("bilinear", "border", True), ("bilinear", "reflection", False),
                           ("nearest", "zeros", True), ("nearest", "reflection", True)):
         outs.append(Fn.grid_sample(img, grid, mode=mode, padding_mode=pad, align_corners=ac))
+    grid3 = Fn.affine_grid(theta3, (1, 2, 2, 2, 3), align_corners=True)
+    outs += [Fn.grid_sample(vol, grid3, padding_mode="border", align_corners=True),
+             Fn.grid_sample(vol, grid3, mode="nearest", align_corners=False)]
     for (nd, _, idx, kw, shape), v in zip(UNPOOL, pooled):
         i = torch.tensor(idx) if lib is torch else aotjax.tensor(idx.astype(np.int32))
         outs.append(getattr(Fn, f"max_unpool{nd}d")(v, i, **kw))
@@ -97,7 +101,7 @@ def _nn_program(lib, Fn, x1, x2, w, b, rows, img, a, p, n, mlx, theta, pooled):
 
 
 def test_nn_ops_match_torch_eager_jit_and_vjp():
-    arrays = [X1, X2, W, BIAS, ROWS, IMG, A, P, N, ML_X, THETA]
+    arrays = [X1, X2, W, BIAS, ROWS, IMG, A, P, N, ML_X, THETA, THETA3, VOL]
     pooled = [u[1] for u in UNPOOL]
     ts = [_t(a, True) for a in arrays]
     tp = [_t(a, True) for a in pooled]
