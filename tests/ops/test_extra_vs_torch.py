@@ -320,6 +320,11 @@ def test_special_matches_torch():
     (value, got), grad = aotjax.jit(aotjax.value_and_grad(lambda x: program(aotjax, a, x), has_aux=True))(x)
     want_value, want = program(torch, ta, tx)
     _check(got, want)
+    bessel = np.array([0.0, 0.5, 3.0, -2.0, 40.0], FLOAT)
+    for name in ("modified_bessel_i0", "modified_bessel_i1", "spherical_bessel_j0"):
+        _check(getattr(aotjax.special, name)(aotjax.tensor(bessel)), getattr(torch.special, name)(_t(bessel)))
+    _check(aotjax.special.spherical_bessel_j0(aotjax.tensor([0, 2])), torch.special.spherical_bessel_j0(
+        torch.tensor([0, 2])))
     (want_grad,) = torch.autograd.grad(want_value, [tx])  # in x only: torch has no derivative in a
     np.testing.assert_allclose(as_np(value), want_value.item(), rtol=GTOL)
     np.testing.assert_allclose(as_np(grad), want_grad.numpy(), rtol=GTOL, atol=GTOL)
