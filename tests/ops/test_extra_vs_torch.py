@@ -342,3 +342,29 @@ def test_special_matches_torch():
         aotjax.grad(lambda x: aotjax.nextafter(x, a).sum())(x)
     with pytest.raises(DTypeError, match="frexp: expected a floating-point tensor"):
         aotjax.frexp(aotjax.tensor([1, 2]))
+
+
+# -- signal.windows --------------------------------------------------------------------------------------------------
+WINDOWS = [("bartlett", {}), ("blackman", {}), ("cosine", {}), ("exponential", dict(tau=2.0)),
+           ("gaussian", dict(std=0.7)), ("general_cosine", dict(a=[0.4, 0.3, 0.3])),
+           ("general_hamming", dict(alpha=0.6)), ("hamming", {}), ("hann", {}), ("kaiser", dict(beta=5.0)),
+           ("kaiser", {}), ("nuttall", {})]
+
+
+def test_signal_windows_match_torch():
+    dt = aotjax.float64 if X64 else aotjax.float32
+    tdt = torch.float64 if X64 else torch.float32
+    for name, kw in WINDOWS:
+        for M in (0, 1, 2, 5, 6):
+            for sym in (True, False):
+                _check(getattr(aotjax.signal.windows, name)(M, sym=sym, dtype=dt, **kw),
+                       getattr(torch.signal.windows, name)(M, sym=sym, dtype=tdt, **kw), tol=1e-6)
+    _check(aotjax.signal.windows.exponential(5, sym=False, center=1.0),
+           torch.signal.windows.exponential(5, sym=False, center=1.0), tol=1e-6)
+    assert aotjax.signal.windows.hann(4).dtype == aotjax.ones(1).dtype  # the default float dtype
+    with pytest.raises(ValueError, match="signal.windows.hann: M must be a non-negative integer"):
+        aotjax.signal.windows.hann(-1)
+    with pytest.raises(ValueError, match="center must be None for symmetric windows"):
+        aotjax.signal.windows.exponential(3, center=1.0)
+    with pytest.raises(DTypeError, match="dtype must be a floating point type"):
+        aotjax.signal.windows.hann(3, dtype=aotjax.int32)
