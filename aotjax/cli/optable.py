@@ -97,6 +97,7 @@ NAMESPACES: dict[str, str] = {
                      "`from_jax` primitives whose derivatives, transposes and batching are JAX's",
     "aotjax.special": "",
     "aotjax.fft": "",
+    "aotjax.masked": "on strided tensors with `mask=` (masked-out elements count as the operation's identity)",
     "aotjax.signal.windows": "constants of the length `M` (computed in float64 with NumPy); `sym=`",
     "aotjax.random": "JAX-style explicit keys",
     "aotjax.lax": "JAX's control flow on tensors; collectives over named axes",
