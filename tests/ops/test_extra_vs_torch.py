@@ -65,7 +65,7 @@ def _unpool_cases(lib):
 UNPOOL = _unpool_cases(torch)
 
 
-def _nn_program(lib, Fn, x1, x2, w, b, rows, img, a, p, n, mlx, theta, theta3, vol, pooled):
+def _nn_program(lib, Fn, x1, x2, w, b, rows, img, a, p, n, mlx, *pooled):
     """Every differentiable nn op once, for values and gradients."""
     ml_y = lib.tensor(ML_Y) if lib is torch else aotjax.tensor(ML_Y.astype(np.int32))
     outs = [
@@ -84,15 +84,7 @@ def _nn_program(lib, Fn, x1, x2, w, b, rows, img, a, p, n, mlx, theta, theta3, v
         Fn.multilabel_margin_loss(mlx, ml_y),
         Fn.multilabel_margin_loss(mlx, ml_y, reduction="none"),
         Fn.multilabel_margin_loss(mlx[0], ml_y[0], reduction="sum"),
-        Fn.affine_grid(theta, (1, 4, 3, 2), align_corners=True),
     ]
-    grid = Fn.affine_grid(theta, (1, 4, 3, 4), align_corners=False)
-    for mode, pad, ac in (("bilinear", "zeros", False), ("bilinear", "border", True), ("bilinear", "reflection", False),
-                          ("nearest", "zeros", True), ("nearest", "reflection", True)):
-        outs.append(Fn.grid_sample(img, grid, mode=mode, padding_mode=pad, align_corners=ac))
-    grid3 = Fn.affine_grid(theta3, (1, 2, 2, 2, 3), align_corners=True)
-    outs += [Fn.grid_sample(vol, grid3, padding_mode="border", align_corners=True),
-             Fn.grid_sample(vol, grid3, mode="nearest", align_corners=False)]
     for (nd, _, idx, kw, shape), v in zip(UNPOOL, pooled):
         i = torch.tensor(idx) if lib is torch else aotjax.tensor(idx.astype(np.int32))
         outs.append(getattr(Fn, f"max_unpool{nd}d")(v, i, **kw))
@@ -100,31 +92,48 @@ def _nn_program(lib, Fn, x1, x2, w, b, rows, img, a, p, n, mlx, theta, theta3, v
     return outs
 
 
-def test_nn_ops_match_torch_eager_jit_and_vjp():
-    arrays = [X1, X2, W, BIAS, ROWS, IMG, A, P, N, ML_X, THETA, THETA3, VOL]
-    pooled = [u[1] for u in UNPOOL]
+def _grid_program(lib, Fn, img, theta, theta3, vol):
+    outs = [Fn.affine_grid(theta, (1, 4, 3, 2), align_corners=True)]
+    grid = Fn.affine_grid(theta, (1, 4, 3, 4), align_corners=False)
+    for mode, pad, ac in (("bilinear", "zeros", False), ("bilinear", "border", True), ("bilinear", "reflection", False),
+                          ("nearest", "zeros", True), ("nearest", "reflection", True)):
+        outs.append(Fn.grid_sample(img, grid, mode=mode, padding_mode=pad, align_corners=ac))
+    grid3 = Fn.affine_grid(theta3, (1, 2, 2, 2, 3), align_corners=True)
+    return outs + [Fn.grid_sample(vol, grid3, padding_mode="border", align_corners=True),
+                   Fn.grid_sample(vol, grid3, mode="nearest", align_corners=False)]
+
+
+def _vs_torch(program, arrays):
+    """`program` on torch and, as one compiled program, on aotjax: every result, the weighted sum of them all, and
+    its gradient in every input."""
     ts = [_t(a, True) for a in arrays]
-    tp = [_t(a, True) for a in pooled]
-    want = _nn_program(torch, TF, *ts, tp)
-    # eagerly: bilinear (each eager op compiles on its own; the layers' test and the doctests run the rest eagerly)
-    _check(F.bilinear(*map(aotjax.tensor, (X1, X2, W, BIAS))), TF.bilinear(*map(_t, (X1, X2, W, BIAS))))
-    # one compiled program: every result, the weighted sum of them all, and its gradient in every input
+    want = program(torch, TF, *ts)
     weights = [_r(*w.shape) for w in want]
 
-    def total(lib, Fn, args, pool):
-        outs = _nn_program(lib, Fn, *args, pool)
+    def total(lib, Fn, *args):
+        outs = program(lib, Fn, *args)
         c = (lambda a: torch.tensor(a)) if lib is torch else aotjax.tensor
         return sum((o * c(w)).sum() for o, w in zip(outs, weights)), outs
 
-    (value, got), grads = aotjax.jit(aotjax.value_and_grad(lambda args, pool: total(aotjax, F, args, pool),
-                                                           argnums=(0, 1), has_aux=True))(
-        [aotjax.tensor(a) for a in arrays], [aotjax.tensor(a) for a in pooled])
+    (value, got), grads = aotjax.jit(aotjax.value_and_grad(lambda *args: total(aotjax, F, *args),
+                                                           argnums=tuple(range(len(arrays))), has_aux=True))(
+        *[aotjax.tensor(a) for a in arrays])
     _check(got, want)
-    want_total = total(torch, TF, ts, tp)[0]
-    want_grads = torch.autograd.grad(want_total, ts + tp)
+    want_total = total(torch, TF, *ts)[0]
     np.testing.assert_allclose(as_np(value), want_total.item(), rtol=GTOL)
-    for g, w in zip([*grads[0], *grads[1]], want_grads):
+    for g, w in zip(grads, torch.autograd.grad(want_total, ts)):
         np.testing.assert_allclose(as_np(g), w.numpy(), rtol=GTOL, atol=GTOL)
+
+
+def test_nn_ops_match_torch_eager_jit_and_vjp():
+    # eagerly: bilinear (each eager op compiles on its own; the layers' test and the doctests run the rest eagerly)
+    _check(F.bilinear(*map(aotjax.tensor, (X1, X2, W, BIAS))), TF.bilinear(*map(_t, (X1, X2, W, BIAS))))
+    _vs_torch(_nn_program, [X1, X2, W, BIAS, ROWS, IMG, A, P, N, ML_X] + [u[1] for u in UNPOOL])
+
+
+@pytest.mark.slow
+def test_grid_sample_and_affine_grid_match_torch():
+    _vs_torch(_grid_program, [IMG, THETA, THETA3, VOL])
 
 
 T_, N_, C_ = 6, 3, 5
