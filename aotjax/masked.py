@@ -72,14 +72,19 @@ def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     return x.prod(dim, keepdim=keepdim)
 
 
+def _extreme_filled(op: str, input, dtype, mask):
+    """The input with the masked-out elements the lowest value of its dtype (`amax`, `argmax`) or the highest."""
+    x = as_tensor(input) if dtype is None else as_tensor(input).to(dtype)
+    return _filled(op, x, mask, _lowest(x) if op.endswith("max") else _highest(x))[0]
+
+
 def amax(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The maximum over `dim` of the elements in `mask`, as `torch.masked.amax`.
 
     >>> aotjax.masked.amax(aotjax.tensor([3.0, 2.0]), mask=aotjax.tensor([False, True]))
     tensor(2.)
     """
-    x = as_tensor(input) if dtype is None else as_tensor(input).to(dtype)
-    x, _ = _filled("amax", x, mask, _lowest(x))
+    x = _extreme_filled("amax", input, dtype, mask)
     return x.amax(_dims(x, dim), keepdim=keepdim)
 
 
@@ -89,8 +94,7 @@ def amin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     >>> aotjax.masked.amin(aotjax.tensor([1.0, 2.0]), mask=aotjax.tensor([False, True]))
     tensor(2.)
     """
-    x = as_tensor(input) if dtype is None else as_tensor(input).to(dtype)
-    x, _ = _filled("amin", x, mask, _highest(x))
+    x = _extreme_filled("amin", input, dtype, mask)
     return x.amin(_dims(x, dim), keepdim=keepdim)
 
 
@@ -101,8 +105,7 @@ def argmax(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     >>> aotjax.masked.argmax(aotjax.tensor([3.0, 2.0]), 0, mask=aotjax.tensor([False, True]))
     tensor(1.)
     """
-    x = as_tensor(input) if dtype is None else as_tensor(input).to(dtype)
-    x, _ = _filled("argmax", x, mask, _lowest(x))
+    x = _extreme_filled("argmax", input, dtype, mask)
     return x.argmax(dim, keepdim=keepdim).to(x.dtype)  # NOTE: torch.masked's index is of the input's dtype
 
 
@@ -113,8 +116,7 @@ def argmin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     >>> aotjax.masked.argmin(aotjax.tensor([1.0, 2.0]), 0, mask=aotjax.tensor([False, True]))
     tensor(1.)
     """
-    x = as_tensor(input) if dtype is None else as_tensor(input).to(dtype)
-    x, _ = _filled("argmin", x, mask, _highest(x))
+    x = _extreme_filled("argmin", input, dtype, mask)
     return x.argmin(dim, keepdim=keepdim).to(x.dtype)  # NOTE: torch.masked's index is of the input's dtype
 
 
