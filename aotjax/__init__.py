@@ -1,7 +1,8 @@
 """aotjax: PyTorch-style mutable tensors under JAX-style composable function transforms."""
+import aotjax.fft as fft  # noqa: F401  (the public torch.fft namespace, not the aotjax.ops.fft family)
 import aotjax.func as func  # noqa: F401
 import aotjax.linalg as linalg  # noqa: F401  (the public torch.linalg namespace, not the aotjax.ops.linalg family)
-import aotjax.masked as masked  # noqa: F401  (the public torch.masked namespace: masked reductions)
+import aotjax.masked as masked  # noqa: F401  (the public torch.masked namespace, plain tensors with mask=)
 import aotjax.nn as nn  # noqa: F401  (the package; `from aotjax.ops import *` brings the aotjax.ops.nn module)
 import aotjax.optim as optim  # noqa: F401
 import aotjax.partition as partition  # noqa: F401

@@ -17,6 +17,34 @@ uint8 = np.dtype(np.uint8)
 uint32 = np.dtype(np.uint32)
 bool = np.dtype(np.bool_)  # noqa: A001
 complex64 = cfloat = np.dtype(np.complex64)
+complex128 = cdouble = np.dtype(np.complex128)
 
 __all__ = ["float16", "half", "bfloat16", "float32", "float", "float64", "double", "int8", "int16", "short",
-           "int32", "int", "int64", "long", "uint8", "uint32", "bool", "complex64", "cfloat"]
+           "int32", "int", "int64", "long", "uint8", "uint32", "bool", "complex64", "cfloat",
+           "complex128", "cdouble"]
+
+
+class memory_format:
+    """A memory format, as `torch.memory_format`: the strides `clone`, `contiguous`, `to`, `empty` and the `_like`
+    factories give their result (metadata: XLA arrays have no strides of their own). `preserve_format` keeps a
+    dense input's strides; `channels_last` is NHWC order for 4-d tensors, `channels_last_3d` NDHWC for 5-d ones.
+
+    >>> aotjax.zeros(1, 3, 2, 2).contiguous(memory_format=aotjax.channels_last).stride()
+    (12, 1, 6, 3)
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"aotjax.{self.name}"
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+
+__all__ += ["memory_format", "contiguous_format", "preserve_format", "channels_last", "channels_last_3d"]

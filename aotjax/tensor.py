@@ -16,6 +16,7 @@ makes for views (`view_layout`) and for functional primitives that keep their op
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -74,14 +75,11 @@ class Tensor:
     @classmethod
     def _wrap(cls, array, owned: bool = True) -> "Tensor":
         """A new base tensor holding `array` (no copy)."""
+        # NOTE: the slots are set inline, not by `_init_slots` or `Storage.__init__`: this runs once per eager op.
+        storage = object.__new__(Storage)
+        storage.base, storage.version, storage.owned = array, 0, owned
         t = object.__new__(Tensor)
-        # NOTE: the slots are set inline, not by `_init_slots`: this runs once per eager op.
-        t._storage = Storage(array, owned)
-        t._chain = ()
-        t._aval = None
-        t._strides = None
-        t._offset = 0
-        t._cache = None
+        t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
         return t
 
     @classmethod
@@ -120,20 +118,33 @@ class Tensor:
     def shape(self) -> tuple[int, ...]:
         """The shape, as a tuple (PyTorch returns a `torch.Size`, a tuple subclass)."""
         a = self._aval
-        if a is None and not self._chain:
-            return self._storage.base.shape
+        if a is not None:
+            return a.shape
+        if not self._chain:
+            base = self._storage.base
+            try:
+                return base.aval.shape  # NOTE: a jax.Array's aval is a plain attribute, its shape a property
+            except AttributeError:
+                return base.shape
         return self.aval.shape
 
     @property
     def dtype(self) -> np.dtype:
         """The element type, a `numpy.dtype` (`aotjax.float32` is `numpy.dtype('float32')`)."""
         a = self._aval
-        if a is None and not self._chain:
-            return self._storage.base.dtype
+        if a is not None:
+            return a.dtype
+        if not self._chain:
+            base = self._storage.base
+            try:
+                return base.aval.dtype  # NOTE: as in `shape`
+            except AttributeError:
+                return base.dtype
         return self.aval.dtype
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return len(self.shape)
 
     def dim(self) -> int:
@@ -150,8 +161,8 @@ class Tensor:
         return shape if dim is None else shape[canonical_dim(dim, len(shape))]
 
     def numel(self) -> int:
-        """The number of elements."""
-        return int(np.prod(self.shape, dtype=np.int64))
+        """The number of elements (a symbolic expression for a batch-polymorphic shape, `aotjax.export`)."""
+        return math.prod(self.shape)
 
     nelement = numel
 
@@ -175,17 +186,6 @@ class Tensor:
         """The offset PyTorch would give this tensor in its storage, in elements."""
         return self._offset
 
-    def is_contiguous(self) -> bool:
-        """Whether PyTorch would call this tensor contiguous (row-major, dense)."""
-        if self._strides is None or 0 in self.shape:
-            return True
-        expected = 1
-        for size, stride in reversed(list(zip(self.shape, self._strides))):
-            if size != 1 and stride != expected:
-                return False
-            expected *= size
-        return True
-
     def is_floating_point(self) -> bool:
         return np.issubdtype(self.dtype, np.floating) or self.dtype.name == "bfloat16"
 
@@ -195,18 +195,18 @@ class Tensor:
     @property
     def device(self):
         """The `jax` device holding the data (None for a traced tensor)."""
-        devices = getattr(self._storage.base, "devices", None)
-        return next(iter(devices())) if devices else None
+        devices = getattr(getattr(self._storage, "base", None), "devices", None)
+        return next(iter(devices()), None) if devices else None
 
     @property
     def sharding(self):
         """The `jax.sharding.Sharding` of the data: how it is laid out over devices (None for a traced tensor).
         `aotjax.device_put(t, sharding)` makes a tensor with another one."""
-        return getattr(self._storage.base, "sharding", None)
+        return getattr(getattr(self._storage, "base", None), "sharding", None)
 
     def devices(self) -> set:
         """The `jax` devices holding the data (empty for a traced tensor)."""
-        devices = getattr(self._storage.base, "devices", None)
+        devices = getattr(getattr(self._storage, "base", None), "devices", None)
         return set(devices()) if devices else set()
 
     # -- values (eager only; tracers raise) -------------------------------------------------------
@@ -235,7 +235,7 @@ class Tensor:
         >>> (aotjax.ones(2) * 2).block_until_ready()
         tensor([2., 2.])
         """
-        self._read().block_until_ready()
+        (self._storage.base if not self._chain else self._read()).block_until_ready()
         return self
 
     def __array__(self, dtype=None, copy=None):
@@ -271,7 +271,7 @@ class Tensor:
     def __repr__(self) -> str:
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(",
                                formatter=None).replace("\n", "\n")
-        if self.dtype in (np.dtype("float32"), np.dtype("bool")) or (
+        if self.dtype in (np.dtype("float32"), np.dtype("bool"), np.dtype("complex64")) or (
                 self.dtype == default_int_dtype() and self.numel() > 0):
             return f"tensor({body})"
         return f"tensor({body}, dtype={self.dtype.name})"

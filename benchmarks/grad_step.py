@@ -55,7 +55,8 @@ def mlp_inputs(rng, batch: int, width: int, hidden: int):
 
 
 # -- model 2: a transformer block -------------------------------------------------------------------
-def block_loss(p, x, y, heads: int):
+def block(p, x, heads: int):
+    """A pre-norm transformer block on x [b, s, w]."""
     b, s, w = x.shape
     d = w // heads
 
@@ -67,8 +68,11 @@ def block_loss(p, x, y, heads: int):
     att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     x = x + att.transpose(1, 2).reshape(b, s, w) @ p["wo"]
     h = F.layer_norm(x, (w,), p["ln2_w"], p["ln2_b"])
-    x = x + (h @ p["w1"] + p["b1"]).gelu() @ p["w2"] + p["b2"]
-    return ((x - y) ** 2).mean()
+    return x + (h @ p["w1"] + p["b1"]).gelu() @ p["w2"] + p["b2"]
+
+
+def block_loss(p, x, y, heads: int):
+    return ((block(p, x, heads) - y) ** 2).mean()
 
 
 def _layer_norm_jnp(x, weight, bias, eps=1e-5):
@@ -76,22 +80,32 @@ def _layer_norm_jnp(x, weight, bias, eps=1e-5):
     return centered * jax.lax.rsqrt((centered * centered).mean(-1, keepdims=True) + eps) * weight + bias
 
 
-def block_loss_jnp(p, x, y, heads: int):
+def block_jnp(p, x, heads: int, flat: bool = False):
+    """`block` in `jax.numpy`: the dense layers as 3-D matmuls ([b, s, w] @ [w, n], the obvious way), or with
+    `flat` as 2-D ones on [b * s, w] (what XLA handles best on CPU)."""
     b, s, w = x.shape
     d = w // heads
+
+    def dense(t, weight):
+        if not flat:
+            return t @ weight
+        return (t.reshape(b * s, t.shape[-1]) @ weight).reshape(b, s, weight.shape[-1])
 
     def split(t):
         return t.reshape(b, s, heads, d).transpose(0, 2, 1, 3)
 
     h = _layer_norm_jnp(x, p["ln1_w"], p["ln1_b"])
-    q, k, v = split(h @ p["wq"]), split(h @ p["wk"]), split(h @ p["wv"])
+    q, k, v = split(dense(h, p["wq"])), split(dense(h, p["wk"])), split(dense(h, p["wv"]))
     scores = (q @ k.transpose(0, 1, 3, 2)) * (1.0 / math.sqrt(d))
     scores = jnp.where(jnp.tril(jnp.ones((s, s), bool)), scores, -jnp.inf)
     att = jax.nn.softmax(scores, axis=-1) @ v
-    x = x + att.transpose(0, 2, 1, 3).reshape(b, s, w) @ p["wo"]
+    x = x + dense(att.transpose(0, 2, 1, 3).reshape(b, s, w), p["wo"])
     h = _layer_norm_jnp(x, p["ln2_w"], p["ln2_b"])
-    x = x + jax.nn.gelu(h @ p["w1"] + p["b1"], approximate=False) @ p["w2"] + p["b2"]
-    return ((x - y) ** 2).mean()
+    return x + dense(jax.nn.gelu(dense(h, p["w1"]) + p["b1"], approximate=False), p["w2"]) + p["b2"]
+
+
+def block_loss_jnp(p, x, y, heads: int):
+    return ((block_jnp(p, x, heads) - y) ** 2).mean()
 
 
 def block_inputs(rng, batch: int, seq: int, width: int):

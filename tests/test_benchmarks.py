@@ -18,6 +18,7 @@ SCRIPTS = [
     ("train_step.py", ["--quick", "--number", "2", "--repeat", "2"]),
     ("sort_ops.py", ["--quick", "--number", "2", "--repeat", "2"]),
     ("ops.py", ["--quick", "--number", "2", "--repeat", "2"]),
+    ("table.py", ["--quick", "--skip", "transformer"]),
     ("devices.py", ["--quick", "--number", "2", "--repeat", "2", "--devices", "2"]),
 ]
 

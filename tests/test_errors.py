@@ -70,7 +70,11 @@ def test_unknown_dtype_in_to():
     x = aotjax.ones(2)
     with pytest.raises(DTypeError, match=r"to.*unknown dtype 'nope'") as info:
         line = _next_line()
-        x.to("nope")
+        x.to(dtype="nope")
+    _assert_at(str(info.value), line, "test_unknown_dtype_in_to")
+    with pytest.raises(ValueError, match=r"to: unknown device 'nope'.*devices jax has here are cpu") as info:
+        line = _next_line()
+        x.to("nope")  # NOTE: as in torch, a string is a device
     _assert_at(str(info.value), line, "test_unknown_dtype_in_to")
 
 

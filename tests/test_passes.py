@@ -51,7 +51,7 @@ def _x():
 
 def test_grad_prints_linearize_and_transpose(dump):
     g, titles = dump(aotjax.grad(_loss), _x())
-    assert titles == ["grad: linearize (linear)", "grad: transpose"]
+    assert "grad: linearize (linear)" in titles and titles[-1] == "grad: transpose"
     np.testing.assert_allclose(np.asarray(g), np.asarray(aotjax.grad(_loss)(_x())))
 
 
@@ -68,10 +68,12 @@ def test_grad_of_aot_prints_every_pass_in_order(dump):
     assert titles == ["aot: functionalize", "aot: lower",
                       "aot: linearize (forward)", "aot: linearize (linear)", "aot: transpose", "aot: joint",
                       "aot: partition (forward)", "aot: partition (backward)", "aot: lower forward",
-                      "grad: linearize (linear)", "aot: lower backward", "grad: transpose"]
+                      "aot: lower backward"]  # on eager arguments grad runs aot's two programs: nothing to trace
     np.testing.assert_allclose(np.asarray(g), np.asarray(aotjax.grad(_loss)(_x())), rtol=1e-6)
     _, titles = dump(aotjax.grad(compiled), _x())
-    assert titles == ["grad: linearize (linear)", "grad: transpose"]  # aot's programs are cached
+    assert titles == []  # aot's programs are cached
+    _, titles = dump(aotjax.grad(lambda x: compiled(x)), _x())  # not an aot function: grad traces the call
+    assert "grad: linearize (linear)" in titles and titles[-1] == "grad: transpose"
 
 
 def _scale_(x, w):
@@ -119,7 +121,7 @@ def test_debug_log_names_every_pass(monkeypatch, caplog):
         aotjax.grad(aotjax.aot(_loss))(_x())
     passes = [r.getMessage().split(":\n")[0] for r in caplog.records if r.name == "aotjax"]
     assert passes[:3] == ["pass aot: functionalize", "pass aot: lower", "pass aot: linearize (forward)"]
-    assert passes[-1] == "pass grad: transpose"
+    assert passes[-1] == "pass aot: lower backward"
     assert all("{ lambda" in r.getMessage() for r in caplog.records if r.name == "aotjax")
 
 

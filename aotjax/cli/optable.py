@@ -21,7 +21,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import FunctionType, ModuleType
 
 import aotjax
 from aotjax import ops
@@ -86,18 +86,28 @@ FAMILIES: dict[str, Family | None] = {
     "extra_special": Family("elementwise (special, more)", "`igamma igammac` (also `special.gammainc gammaincc`) "
                             "differentiable in `other` only, as torch; `frexp` returns (mantissa, int32 exponent)"),
     "extra_linalg": None,  # aotjax.linalg's functions: its namespace row
+    "complex_numbers": Family("complex", "`Tensor.real`/`.imag` (settable), `conj`, `view_as_real`, `view_as_complex`, "
+                              "`mH`/`H`: views as in torch (writes go through; strides in real elements); elementwise "
+                              "ops, `sum mean prod var std matmul eq ne` take complex; ordering ops, extrema and sorts "
+                              "refuse it. `grad` w.r.t. a complex leaf follows JAX: the conjugate of torch's `.grad` "
+                              "(equal for real leaves)"),
+    "fft": None,  # the rows of aotjax.fft
     "random": None, "collectives": None, "sharding": None, "control_flow": None,  # rows of aotjax.random, aotjax.lax
     "calls": None, "custom_derivatives": None, "layout": None, "promotion": None, "remat": None, "unsupported": None,
     "shard_map": None,
+    "special_ops": None, "masked_ops": None,  # rows of aotjax.special (sgn resolve_neg: elementwise), aotjax.masked
 }
 
 # Namespaces: module path -> note. A namespace that does not exist (yet) is left out.
 NAMESPACES: dict[str, str] = {
-    "aotjax.linalg": "torch's result NamedTuples; batched over leading dims; real floats; the factorizations are "
+    "aotjax.linalg": "torch's result NamedTuples; batched over leading dims; real floats (`eig eigvals` return "
+                     "complex); the factorizations are "
                      "`from_jax` primitives whose derivatives, transposes and batching are JAX's",
-    "aotjax.special": "",
-    "aotjax.fft": "",
-    "aotjax.masked": "on strided tensors with `mask=` (masked-out elements count as the operation's identity)",
+    "aotjax.special": "the polynomials take integer degrees `n` (tensors or numbers; no derivative, as torch)",
+    "aotjax.masked": "torch.masked's functions on plain tensors with `mask=` (no `MaskedTensor`); fully masked "
+                     "results as torch",
+    "aotjax.fft": "torch's `n`/`s`, `dim`, `norm`; `aotjax.stft istft` (`Tensor.stft istft`; `return_complex=True`); "
+                  "the transforms are `from_jax` primitives",
     "aotjax.signal.windows": "constants of the length `M` (computed in float64 with NumPy); `sym=`",
     "aotjax.random": "JAX-style explicit keys",
     "aotjax.lax": "JAX's control flow on tensors; collectives over named axes",
@@ -162,7 +172,9 @@ def _is_op(obj: object) -> bool:
 
 def _ops_of(namespace: str, candidates: list[str], owner: str = "aotjax") -> list[str]:
     ns = resolve(namespace)
-    return [n for n in dict.fromkeys(candidates) if not n.startswith("_") and not n.endswith("_p")
+    # NOTE: `x_p` names are primitives, except op functions so named (`legendre_polynomial_p`)
+    return [n for n in dict.fromkeys(candidates) if not n.startswith("_")
+            and not (n.endswith("_p") and not isinstance(getattr(ns, n, None), FunctionType))
             and _is_op(getattr(ns, n, None)) and unsupported_error(owner, n) is None]
 
 

@@ -191,6 +191,18 @@ def find_top_trace(args) -> Trace:
     return top.trace
 
 
+def staging() -> bool:
+    """Whether a staging transform (`make_jaxpr`, a `jit` being traced, ...) is the dynamic trace of this thread:
+    then even an op on eager values only is staged into its program.
+
+    >>> seen = []
+    >>> _ = aotjax.make_jaxpr(lambda x: seen.append(staging()) or x)(aotjax.ones(1))
+    >>> staging(), seen
+    (False, [True])
+    """
+    return _state.dynamic.level > 0
+
+
 def full_raise(trace: Trace, val: Any) -> Any:
     if not isinstance(val, Tracer):
         return trace.pure(val)
@@ -211,11 +223,16 @@ def bind(prim: Primitive, *args, **params):
     """Apply `prim` to `args` under the interpreter stack; returns one output, or a list when the
     primitive has multiple results. Dispatch only: what a primitive means for PyTorch's layout and
     write rules is the frontend's and each interpreter's business."""
+    top = _state.dynamic
+    if top.level == 0:
+        for a in args:
+            if isinstance(a, Tracer):
+                break
+        else:  # NOTE: eager operands, no transform staging them: eager evaluation, which checks the params itself
+            outs = top.trace.process_primitive(prim, args, params)
+            return outs if prim.multiple_results else outs[0]
     if params:
-        try:
-            hash(tuple(params.values()))
-        except TypeError:
-            raise _unhashable_param(prim, params) from None
+        check_params(prim, params)
     trace = find_top_trace(args)
     tracers = [full_raise(trace, a) for a in args] if trace.main.level else args
     if trace.main.level and not _state.grad_enabled:
@@ -223,6 +240,20 @@ def bind(prim: Primitive, *args, **params):
     else:
         outs = trace.process_primitive(prim, tracers, params)
     return outs if prim.multiple_results else outs[0]
+
+
+def check_params(prim: Primitive, params: dict) -> None:
+    """A TypeError naming `prim` and the param unless every value of `params` is hashable (they key the compile
+    caches).
+
+    >>> check_params(Primitive("demo"), {"perm": [1, 0]})
+    Traceback (most recent call last):
+    TypeError: demo: parameters must be hashable (they key the compile caches), but 'perm' (list) is not...
+    """
+    try:
+        hash(tuple(params.values()))
+    except TypeError:
+        raise _unhashable_param(prim, params) from None
 
 
 Primitive.bind = bind  # `prim.bind(*args)` is `bind(prim, *args)`, with no extra call on the hot path

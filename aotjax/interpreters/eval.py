@@ -14,26 +14,41 @@ from __future__ import annotations
 import functools
 
 import jax
+import numpy as np
 
 from aotjax.core import views
 from aotjax.core.avals import get_aval
 from aotjax.core.errors import AliasingError, AotjaxError
-from aotjax.core.interpreter import Trace, install_eval_trace
+from aotjax.core.interpreter import Trace, check_params, install_eval_trace
 from aotjax.core.ir import param_key
 from aotjax.core.primitive import Kind, Primitive, abstract_eval
 from aotjax.core.source_info import where
 from aotjax.interpreters.lowering import checked_executable, lowering_rule
-from aotjax.tensor import Tensor, record_layout, view_layout
+from aotjax.tensor import Storage, Tensor, record_layout, view_layout
+
+_new = object.__new__
 
 _jitted: dict = {}
 
 
 def impl(prim: Primitive, vals, params: dict):
     """Evaluate `prim`'s lowering rule on concrete values (compiled once per primitive and params)."""
-    # NOTE: `bind` has checked that the params are hashable. A higher-order primitive's sub-programs are traced anew
-    # at each use (a loop body): keyed by their structure, one executable serves every trace of the same body.
-    key = (prim, tuple((k, param_key(v)) for k, v in params.items()) if prim.higher_order else tuple(params.items()))
-    fn = _jitted.get(key)
+    return run(executable(prim, params), prim, vals, params)
+
+
+def executable(prim: Primitive, params: dict):
+    """The jitted function evaluating `prim` with `params` (built on first use, then cached)."""
+    # NOTE: a higher-order primitive's sub-programs are traced anew at each use (a loop body): keyed by their
+    # structure, one executable serves every trace of the same body. Without params the primitive is the key.
+    if prim.higher_order:
+        key = (prim, tuple((k, param_key(v)) for k, v in params.items()))
+    else:
+        key = (prim, tuple(params.items())) if params else prim
+    try:
+        fn = _jitted.get(key)
+    except TypeError:  # NOTE: eager `bind` leaves the params' check to this lookup, which hashes them anyway
+        check_params(prim, params)
+        raise
     if fn is None:
         make = prim.eager_impl  # NOTE: a call of an already compiled program runs that program as it is
         # NOTE: threads: one built twice at worst, cached whole (`setdefault`), never half-made.
@@ -44,13 +59,17 @@ def impl(prim: Primitive, vals, params: dict):
         else:
             fn = jax.jit(functools.partial(lowering_rule(prim), **params))
         fn = _jitted.setdefault(key, fn)
+    return fn
+
+
+def run(fn, prim: Primitive, vals, params: dict):
+    """`fn(*vals)`, `prim`'s executable: an error it raises is re-derived from the abstract rule, which names the op,
+    the shapes and the user's line (if the rule accepts the operands, the original error stands)."""
     try:
         return fn(*vals)
     except AotjaxError:
         raise
     except Exception:
-        # NOTE: re-derive the error from the abstract rule, which names the op, the shapes and the
-        # user's line; if the rule accepts the operands, the original error stands.
         abstract_eval(prim, [get_aval(v) for v in vals], params)
         raise
 
@@ -58,6 +77,24 @@ def impl(prim: Primitive, vals, params: dict):
 def apply(prim: Primitive, *vals, **params):
     """`views.Apply` over concrete arrays."""
     return impl(prim, vals, params)
+
+
+_device_scalars: dict = {}
+
+
+def operand(x):
+    """What an eager op passes its executable for operand `x`: a tensor's value (`read`), a NumPy scalar as a 0-d
+    device array (made once per dtype and bit pattern, then reused: jax's dispatch takes an array faster than it
+    converts a scalar), anything else as it is."""
+    if not isinstance(x, np.generic):
+        return read(x)
+    key = (x.dtype, x.tobytes())  # NOTE: the bits: 0.0 and -0.0 are two keys, a NaN is one
+    val = _device_scalars.get(key)
+    if val is None:
+        if len(_device_scalars) >= 4096:
+            _device_scalars.clear()
+        val = _device_scalars[key] = jax.device_put(x)
+    return val
 
 
 def read(x):
@@ -87,6 +124,13 @@ def write(t: Tensor, new_value) -> None:
     storage = t._storage
     storage.base = views.write_through(apply, storage.base, t._chain, new_value) if t._chain else new_value
     storage.version += 1
+    eager_writes[0] += 1
+
+
+# NOTE: how many times an eager storage was given a new base (by `write`, or a compiled call's write-back): a
+# compiled call's fast path (`aotjax.runtime.fast_call`) trusts what it checked of its arguments' buffers while this
+# is unchanged.
+eager_writes = [0]
 
 
 def _as_tensor(x) -> Tensor:
@@ -94,6 +138,12 @@ def _as_tensor(x) -> Tensor:
 
 
 _FUNCTIONAL = Kind.FUNCTIONAL
+_MUTATION = Kind.MUTATION
+
+
+# NOTE: the layout rules that give a contiguous result (None) whenever no operand has strides (the elementwise
+# ones): eager evaluation skips them then. The op families register theirs (`aotjax.ops._frontend`).
+contiguous_layout_rules: set = set()
 
 
 class EvalTrace(Trace):
@@ -103,27 +153,57 @@ class EvalTrace(Trace):
     lift = pure
 
     def process_primitive(self, prim, args, params):
+        # NOTE: `bind` calls this for eager operands without checking that the params are hashable: `impl` does.
         kind = prim.kind
         if kind is _FUNCTIONAL:
-            out = impl(prim, [read(a) for a in args], params)
+            # NOTE: this runs once per eager op: lookups, reads and the result's slots are inlined.
+            fn = _jitted.get(prim) if not params else None
+            if fn is None:
+                fn = executable(prim, params)
+            vals = []
+            for a in args:
+                vals.append(a._storage.base if type(a) is Tensor and not a._chain else operand(a))
+            try:
+                out = fn(*vals)
+            except AotjaxError:
+                raise
+            except Exception:
+                abstract_eval(prim, [get_aval(v) for v in vals], params)  # NOTE: as in `run`
+                raise
             if prim.multiple_results:
                 return [Tensor._wrap(o) for o in out]
-            if prim.layout_rule is not None:  # NOTE: elementwise results keep their operands' layout
-                return record_layout(prim, args, [Tensor._wrap(out)], params)
-            return [Tensor._wrap(out)]
+            storage = _new(Storage)
+            storage.base, storage.version, storage.owned = out, 0, True
+            t = _new(Tensor)
+            t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
+            rule = prim.layout_rule  # NOTE: elementwise results keep their operands' layout
+            if rule is not None:
+                if rule not in contiguous_layout_rules:
+                    record_layout(prim, args, [t], params)
+                else:
+                    for a in args:
+                        if getattr(a, "_strides", None) is not None:
+                            record_layout(prim, args, [t], params)
+                            break
+            return [t]
+        if kind is _MUTATION and prim.metadata_view is None:  # NOTE: a data write: the functional op, then `write`
+            vals = []
+            for a in args:
+                vals.append(a._storage.base if type(a) is Tensor and not a._chain else operand(a))
+            new_values = impl(prim, vals, params)
+            mutates = prim.mutates
+            if len(mutates) == 1:
+                new_values = (new_values,)
+            for i, v in zip(mutates, new_values):
+                if v.shape != vals[i].shape:  # an in-place op cannot broadcast its result: let the rule say so
+                    abstract_eval(prim, [get_aval(val) for val in vals], params)
+                write(args[i], v)
+            return [args[i] for i in mutates] if len(mutates) > 1 else [args[mutates[0]]]
+        if params:
+            check_params(prim, params)
         if kind is Kind.VIEW:
             return [self._view(prim, args, params)]
-        if prim.metadata_view is not None:
-            return [self._metadata_mutation(prim, args[0], params)]
-        new_values = impl(prim, [read(a) for a in args], params)
-        if len(prim.mutates) == 1:
-            new_values = [new_values]
-        written = [args[i] for i in prim.mutates]
-        for t, v in zip(written, new_values):
-            if v.shape != t.shape:  # an in-place op cannot broadcast its result: let the rule say so
-                abstract_eval(prim, [get_aval(read(a)) for a in args], params)
-            write(t, v)
-        return written
+        return [self._metadata_mutation(prim, args[0], params)]
 
     def _view(self, prim, args, params):
         x = _as_tensor(args[0])

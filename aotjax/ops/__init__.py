@@ -5,6 +5,7 @@ from aotjax.ops import (
     activations,
     arrangement,
     collectives,
+    complex_numbers,
     control_flow,
     conv,
     creation,
@@ -16,10 +17,12 @@ from aotjax.ops import (
     extra_nn,
     extra_special,
     factories,
+    fft,
     generator,
     indexing,
     linalg,
     losses,
+    masked_ops,  # torch.masked's reductions (aotjax.masked)
     misc_ops,
     nn,
     normalization,
@@ -35,12 +38,14 @@ from aotjax.ops import (
     shard_map,  # registers the shard_map primitive
     sharding,
     sorting,
+    special_ops,  # torch.special's polynomials and Bessel functions (aotjax.special), sgn
     statistics,
     views,
 )
 from aotjax.ops._frontend import *  # noqa: F403
 from aotjax.ops.activations import *  # noqa: F403
 from aotjax.ops.arrangement import *  # noqa: F403
+from aotjax.ops.complex_numbers import *  # noqa: F403
 from aotjax.ops.conv import *  # noqa: F403
 from aotjax.ops.creation import *  # noqa: F403
 from aotjax.ops.decompositions import *  # noqa: F403
@@ -49,6 +54,7 @@ from aotjax.ops.elementwise import *  # noqa: F403
 from aotjax.ops.extra_nn import *  # noqa: F403
 from aotjax.ops.extra_special import *  # noqa: F403
 from aotjax.ops.factories import *  # noqa: F403
+from aotjax.ops.fft import *  # noqa: F403
 from aotjax.ops.generator import *  # noqa: F403
 from aotjax.ops.indexing import *  # noqa: F403
 from aotjax.ops.linalg import *  # noqa: F403
@@ -65,8 +71,11 @@ from aotjax.ops.resampling import *  # noqa: F403
 from aotjax.ops.scatter_ops import *  # noqa: F403
 from aotjax.ops.shape import *  # noqa: F403
 from aotjax.ops.sorting import *  # noqa: F403
+from aotjax.ops.special_ops import resolve_neg, sgn, sgn_  # noqa: F401
 from aotjax.ops.statistics import *  # noqa: F403
 from aotjax.ops.views import *  # noqa: F403
+
+globals().update(_frontend.with_out_variants(globals()))  # `aotjax.add(x, y, out=z)`: torch's out= keyword
 
 # NOTE: what `from aotjax.ops import *` gives: the op functions, not the family modules (so that the
 # `aotjax.ops.nn` module never shadows the `aotjax.nn` package, whatever the import order).
@@ -79,3 +88,6 @@ __all__ += distributions.__all__ + factories.__all__
 __all__ += arrangement.__all__
 __all__ += misc_ops.__all__
 __all__ += extra_nn.__all__ + extra_special.__all__
+__all__ += complex_numbers.__all__
+__all__ += fft.__all__
+__all__ += special_ops.TOP_LEVEL

@@ -2,6 +2,7 @@
 and `bind_inplace`, the one way in-place ops bind their primitives (PyTorch's write checks)."""
 from __future__ import annotations
 
+import functools
 import warnings
 import weakref
 from typing import Callable, Sequence
@@ -12,16 +13,18 @@ import numpy as np
 import aotjax.interpreters.eval  # noqa: F401  (installs eager evaluation, which every op needs)
 from aotjax.core import views
 from aotjax.core.avals import PYTHON_SCALARS, canonicalize_dtype, default_float_dtype, default_int_dtype
-from aotjax.core.errors import AliasingError, DTypeError, DTypeTruncationWarning
+from aotjax.core.errors import AliasingError, DTypeError, DTypeTruncationWarning, ShapeError, UnsupportedError
 from aotjax.core.interpreter import Trace, Tracer, find_top_trace
 from aotjax.core.primitive import Primitive
 from aotjax.core.source_info import user_stacklevel, where
 from aotjax.interpreters import hooks
-from aotjax.ops.promotion import result_type
-from aotjax.tensor import Tensor, canonical_dim
+from aotjax.interpreters.eval import contiguous_layout_rules, read
+from aotjax.ops.layout import elementwise_layout, preserve_layout, tensor_layout
+from aotjax.ops.promotion import can_cast, result_type
+from aotjax.tensor import Storage, Tensor, canonical_dim
 
 __all__ = ["canonical_dim", "canonical_dims", "normalize_shape", "as_tensor", "promote", "convert", "to_dtype",
-           "is_scalar"]
+           "is_scalar", "device"]
 
 
 def is_scalar(x) -> bool:
@@ -33,6 +36,9 @@ def canonical_dims(dims, ndim: int, op: str = "") -> tuple[int, ...]:
     if dims is None:
         return tuple(range(ndim))
     if isinstance(dims, (int, np.integer)):
+        d, n = int(dims), max(ndim, 1)
+        if -n <= d < n:  # NOTE: the common case, without building a set
+            return (d % n,)
         dims = (dims,)
     return tuple(sorted({canonical_dim(int(d), ndim, op) for d in dims}))
 
@@ -54,10 +60,12 @@ def as_tensor(x) -> Tensor:
 
 
 hooks.as_tensor = as_tensor
+# NOTE: these give a contiguous result whenever no operand has strides: eager evaluation skips them then
+contiguous_layout_rules.update((elementwise_layout, tensor_layout, preserve_layout))
 
 
 def to_dtype(dtype, op: str = "") -> np.dtype:
-    """A canonical numpy dtype from a dtype-like (`aotjax.float32`, `'float32'`, `np.int8`, `float`);
+    """A canonical numpy dtype from a dtype-like (`aotjax.float32`, `'float32'`, `np.int8`, `float`, `torch.int8`);
     a DTypeError naming `op` for anything else. Every dtype a user asks for passes here: a 64-bit one
     without jax's x64 mode gets its 32-bit form and a `DTypeTruncationWarning` (once per op and dtype)."""
     if dtype is float:
@@ -66,6 +74,8 @@ def to_dtype(dtype, op: str = "") -> np.dtype:
         return default_int_dtype()
     if dtype is bool:
         return np.dtype(np.bool_)
+    if type(dtype).__module__ == "torch":  # NOTE: `torch.float32` by its name, for code ported from PyTorch
+        dtype = str(dtype).removeprefix("torch.")
     try:
         requested = np.dtype(dtype)
         canonical = canonicalize_dtype(requested)
@@ -88,6 +98,45 @@ def _warn_truncated(requested: np.dtype, canonical: np.dtype, op: str) -> None:
                   f"configuration option (`jax.config.update('jax_enable_x64', True)`, before creating tensors) or "
                   f"the JAX_ENABLE_X64=1 shell environment variable.", DTypeTruncationWarning,
                   stacklevel=user_stacklevel())
+
+
+def device(device, op: str = "device"):
+    """The `jax.Device` a device-like names: a `jax.Device`, a platform name as jax or PyTorch spells it
+    (`"cpu"`, `"cpu:0"`, `"gpu"`/`"cuda:1"`, `"tpu"`), a `torch.device`, or an index into `jax.devices()`; None
+    stays None. `Tensor.device` is such a `jax.Device`, so `t.device == aotjax.device("cpu")` compares them.
+    An unknown or absent device raises a ValueError naming `op`.
+
+    >>> import jax
+    >>> aotjax.device("cpu:0") == jax.devices("cpu")[0], aotjax.zeros(2).device == aotjax.device("cpu")
+    (True, True)
+    """
+    if device is None or isinstance(device, jax.Device):
+        return device
+    if isinstance(device, (int, np.integer)) and not isinstance(device, bool):
+        platform, index = "", str(device)
+    else:
+        platform, _, index = str(device).partition(":")
+    try:
+        devices = jax.devices(_PLATFORMS.get(platform, platform) or None)
+        return devices[int(index or 0)]
+    except (RuntimeError, ValueError, IndexError):
+        available = ", ".join(str(d) for d in jax.devices())
+        raise ValueError(f"{op}: unknown device {device!r}{where()}; the devices jax has here are {available} (pass "
+                         f"one of them, a platform name such as 'cpu', or a jax.Device)") from None
+
+
+_PLATFORMS = {"cuda": "gpu", "rocm": "gpu"}  # PyTorch's names for jax's `gpu` platform
+
+
+def place(x, dev, copy: bool = False):
+    """Eager tensor `x` on the jax device `dev` (`x` itself when it is there already, unless `copy`), as
+    `jax.device_put`; a new tensor keeps `x`'s layout. A traced tensor is returned as it is: the compiled program's
+    placement follows its arguments'."""
+    if dev is None or isinstance(x, Tracer) or (not copy and getattr(x, "devices", lambda: ())() == {dev}):
+        return x
+    out = Tensor._wrap(jax.device_put(read(x), dev))
+    out._strides = preserve_layout([x], tuple(x.shape))
+    return out
 
 
 def convert(x, dtype):
@@ -142,7 +191,10 @@ def bind_inplace(prim: Primitive, *args, **params):
         _check_writable(prim, trace, args)
     if prim.metadata_view is not None:
         return prim.bind(*args, **params)
-    _check_no_internal_overlap(prim, args)
+    for i in prim.mutates:
+        if getattr(args[i], "_strides", None) is not None:  # NOTE: only a strided tensor can overlap itself
+            _check_no_internal_overlap(prim, args)
+            break
     try:
         out = prim.bind(*args, **params)
     except AliasingError as e:
@@ -212,3 +264,86 @@ def _check_no_internal_overlap(prim: Primitive, args) -> None:
                 f"{prim.name}: unsupported operation: more than one element of the written-to tensor (shape "
                 f"{list(a.shape)}, stride {tuple(strides)}) refers to a single memory location{where()}. This "
                 f"tensor is an expanded view; call .clone() on it before writing in place.")
+
+
+# -- out= -------------------------------------------------------------------------------------------
+def out_variant(fn: Callable) -> Callable:
+    """`fn` taking PyTorch's keyword `out=`: the result is written into the tensor `out` (a tuple of tensors for
+    an op with several results), which is returned, as in PyTorch (`write_out`). `aotjax.X` is the out variant of
+    every op that has one in torch (`OUT_OPS`); Tensor methods take no `out=`, as in torch.
+
+    >>> out = aotjax.zeros(2)
+    >>> aotjax.add(aotjax.tensor([1.0, 2.0]), 1, out=out) is out, out
+    (True, tensor([2., 3.]))
+    """
+    @functools.wraps(fn)
+    def op(*args, out=None, **kwargs):
+        result = fn(*args, **kwargs)
+        return result if out is None else write_out(fn.__name__, result, out)
+    return op
+
+
+def write_out(op: str, result, out):
+    """`result` written into `out` as PyTorch's `out=` does: `out` keeps its dtype (the result must cast to it in
+    place), an eager `out` of another shape is resized (with a warning unless it is empty), and it is returned.
+    Under a transform the write is an ordinary in-place write into `out`, which must have the result's shape."""
+    if isinstance(result, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(result):
+            raise TypeError(f"{op}: out= must be a tuple of {len(result)} tensors for this op, got {out!r}{where()}")
+        written = [write_out(op, r, o) for r, o in zip(result, out)]
+        return result._make(written) if hasattr(result, "_make") else tuple(written)
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}: out= must be a Tensor, got {type(out).__name__}{where()}")
+    if not can_cast(result.dtype, out.dtype):
+        raise DTypeError(f"{op}: the result type {result.dtype.name} can't be cast to the desired output type "
+                         f"{out.dtype.name} of out={out.aval.str_short()}{where()}; pass an out of dtype "
+                         f"{result.dtype.name} (or convert after the op)")
+    if tuple(out.shape) != tuple(result.shape):
+        _resize_out(op, out, tuple(result.shape))
+    from aotjax.ops.indexing import copy_  # NOTE: the indexing family builds on this module
+
+    return copy_(out, result)
+
+
+def _resize_out(op: str, out: Tensor, shape: tuple) -> None:
+    """`out` given a new storage of `shape` (PyTorch resizes an out= tensor of the wrong shape)."""
+    if isinstance(out, Tracer) or out._chain:
+        what = "a traced tensor" if isinstance(out, Tracer) else "a view"
+        raise (UnsupportedError if isinstance(out, Tracer) else ShapeError)(
+            f"{op}: out= has shape {list(out.shape)} but the result has shape {list(shape)}, and {what} cannot be "
+            f"resized{where()}; pass an out of shape {list(shape)}")
+    if out.numel():
+        warnings.warn(f"{op}: an output with one or more elements was resized since it had shape {list(out.shape)}, "
+                      f"which does not match the required output shape {list(shape)}. Pass an out of the right "
+                      f"shape, or one with zero elements, to silence this warning.", UserWarning,
+                      stacklevel=user_stacklevel())
+    out._storage = Storage(jax.numpy.zeros(shape, out.dtype))
+    out._chain, out._aval, out._strides, out._offset, out._cache = (), None, None, 0, None
+
+
+# NOTE: the `aotjax.X` ops that take `out=` (as torch's do); `aotjax.ops` replaces each by its `out_variant`.
+OUT_OPS = (
+    "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "atan2", "maximum",
+    "minimum", "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+    "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "hypot", "copysign", "logaddexp",
+    "logaddexp2", "xlogy", "lerp", "clamp", "clip", "where", "abs", "neg", "negative", "exp", "exp2", "expm1", "log",
+    "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+    "atanh", "sigmoid", "sqrt", "rsqrt", "square", "reciprocal", "floor", "ceil", "round", "trunc", "frac", "sign",
+    "erf", "erfc", "erfinv", "lgamma", "digamma", "nan_to_num", "isnan", "isinf", "isfinite", "sum", "prod", "mean",
+    "nansum", "nanmean", "amax", "amin", "max", "min", "argmax", "argmin", "all", "any", "var", "std", "logsumexp",
+    "cumsum", "cumprod", "norm", "matmul", "mm", "bmm", "mv", "dot", "addmm", "cat", "concat", "concatenate",
+    "stack", "sort", "topk", "index_select", "gather", "masked_select", "tril", "triu",
+)
+
+
+def with_out_variants(namespace: dict) -> dict:
+    """The `out_variant` of each op of `OUT_OPS` that `namespace` (a module's globals) defines. A Tensor method that
+    is that op becomes its out variant too, so that `Tensor.add is aotjax.add` still holds."""
+    variants = {}
+    for name in OUT_OPS:
+        fn = namespace.get(name)
+        if callable(fn):
+            variants[name] = out_variant(fn)
+            if getattr(Tensor, name, None) is fn:
+                setattr(Tensor, name, variants[name])
+    return variants

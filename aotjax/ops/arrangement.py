@@ -28,6 +28,7 @@ from aotjax.interpreters.jvp import deflinear
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._combinators import standard_primitive
 from aotjax.ops._frontend import as_tensor, canonical_dim, convert, promote
+from aotjax.ops.complex_numbers import conj
 from aotjax.ops.creation import arange, tensor, zeros
 from aotjax.ops.indexing import index_add_p, index_select
 from aotjax.ops.promotion import category, default_int_dtype
@@ -683,27 +684,19 @@ def narrow_copy(x, dim: int, start: int, length: int):
     return clone(narrow(x, dim, start, length), memory_format="contiguous")
 
 
-def _check_real(x, name: str) -> None:
-    if category(x.dtype) == 3:
-        raise UnsupportedError(f"Tensor.{name}: conjugation of complex tensors is not supported{where()}; "
-                               f"use mT / T for real tensors.")
-
-
 def _mH(x):
-    """The last two dims swapped and conjugated (a view; real tensors only)."""
+    """The last two dims swapped and conjugated (a view, as torch's)."""
     if x.ndim < 2:
         raise ShapeError(f"tensor.mH is only supported on matrices or batches of matrices. Got {x.ndim}-D tensor."
                          f"{where()}")
-    _check_real(x, "mH")
-    return transpose(x, -2, -1)
+    return conj(transpose(x, -2, -1))
 
 
 def _H(x):
-    """The matrix transposed and conjugated (a view; 2-d real tensors only)."""
+    """The matrix transposed and conjugated (a view; 2-d tensors only)."""
     if x.ndim != 2:
         raise ShapeError(f"tensor.H is only supported on matrices (2-D tensors). Got {x.ndim}-D tensor.{where()}")
-    _check_real(x, "H")
-    return permute(x, (1, 0))
+    return conj(permute(x, (1, 0)))
 
 
 for _op in (unflatten, ravel, repeat_interleave, tensor_split, split_with_sizes, hsplit, vsplit, dsplit, rot90, fliplr,

@@ -17,12 +17,14 @@ from aotjax.core.errors import ConcretizationError, ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer, find_top_trace
 from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.core.source_info import where
+from aotjax.dtypes import bfloat16, preserve_format
 from aotjax.interpreters import hooks
 from aotjax.interpreters.eval import read
 from aotjax.interpreters.jvp import defjvp_zero
 from aotjax.ops._combinators import standard_primitive
-from aotjax.ops._frontend import constants_made_inside, convert, to_dtype
-from aotjax.ops.layout import preserve_layout
+from aotjax.ops._frontend import constants_made_inside, convert, place, to_dtype
+from aotjax.ops._frontend import device as to_device
+from aotjax.ops.layout import format_name, format_strides
 from aotjax.ops.promotion import category, default_float_dtype, default_int_dtype, is_float
 from aotjax.tensor import Tensor, method
 
@@ -113,12 +115,13 @@ def _infer_dtype(data, arr: np.ndarray) -> np.dtype:
     return default_float_dtype()
 
 
-def tensor(data, dtype=None) -> Tensor:
+def tensor(data, dtype=None, device=None) -> Tensor:
     """A new tensor from a (nested) list, NumPy array, `jax.Array`, Tensor or Python scalar.
 
     Python floats give float32, ints the default int dtype, bools bool; arrays keep their dtype. A
-    `jax.Array` is wrapped without a copy (and is never donated by aotjax). Created from concrete
-    data, the tensor is a constant of any function traced with it.
+    `jax.Array` is wrapped without a copy (and is never donated by aotjax); NumPy bfloat16 arrays (ml_dtypes)
+    are read as bfloat16. `device` places the data (`aotjax.device`). Created from concrete data, the tensor is a
+    constant of any function traced with it.
 
     >>> aotjax.tensor([[1, 2], [3, 4]]).shape
     (2, 2)
@@ -126,9 +129,10 @@ def tensor(data, dtype=None) -> Tensor:
     dtype('float32')
     """
     dt = _dtype("tensor", dtype)
+    dev = to_device(device, "tensor")
     if isinstance(data, Tracer):  # a traced tensor: a copy is a new value of the same program
         return convert(data, dt) if dt is not None and dt != data.dtype else data.clone()
-    t = _from_data(data, dt)
+    t = place(_from_data(data, dt), dev)
     if find_top_trace(()).main.level:  # a constant of the program being traced
         constants_made_inside.add(t._storage)
     return t
@@ -146,7 +150,7 @@ def _from_data(data, dt: np.dtype | None) -> Tensor:
         arr = np.asarray(data)
     except ValueError as e:
         raise ShapeError(f"tensor: the data is not a rectangular nested list of numbers ({e}){where()}") from None
-    if arr.dtype == object or arr.dtype.kind in "USV":
+    if arr.dtype == object or (arr.dtype.kind in "USV" and arr.dtype != bfloat16):
         raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} data{where()}; expected "
                         f"numbers, (nested) lists of numbers or arrays")
     if dt is None:
@@ -203,13 +207,15 @@ full_p.print_rule = lambda params: {k: v for k, v in params.items() if k != "str
 defjvp_zero(full_p)
 
 
-def _full(shape, fill_value, dtype, like=None) -> Tensor:
-    """`full`, laid out as `like` (a tensor whose layout a `_like` op preserves) if given."""
-    strides = preserve_layout([like], shape) if like is not None else None
-    return full_p.bind(shape=shape, fill_value=_as_param(fill_value, dtype), dtype=dtype, strides=strides)
+def _full(shape, fill_value, dtype, like=None, device=None, memory_format=preserve_format, op="full") -> Tensor:
+    """`full` on `device`, laid out in `memory_format` (for `preserve_format`: as `like`, a tensor whose layout a
+    `_like` op preserves, if given; else contiguous)."""
+    strides = format_strides(format_name(memory_format, op), shape, like, op)
+    out = full_p.bind(shape=shape, fill_value=_as_param(fill_value, dtype), dtype=dtype, strides=strides)
+    return place(out, to_device(device, op))
 
 
-def full(size, fill_value, dtype=None) -> Tensor:
+def full(size, fill_value, dtype=None, device=None) -> Tensor:
     """A tensor of shape `size` filled with `fill_value`; the dtype follows `fill_value` as in PyTorch
     (float → float32, int → the default int dtype, bool → bool) unless `dtype` is given.
 
@@ -221,41 +227,44 @@ def full(size, fill_value, dtype=None) -> Tensor:
     dtype = _dtype("full", dtype, python_scalar_dtype(fill_value))
     if isinstance(fill_value, int):
         _check_ints_fit("full", fill_value, fill_value, dtype)
-    return _full(_size("full", (size,)), fill_value, dtype)
+    return _full(_size("full", (size,)), fill_value, dtype, device=device)
 
 
-def zeros(*size, dtype=None) -> Tensor:
-    """A tensor of zeros (float32 unless `dtype` is given); `zeros(2, 3)` or `zeros((2, 3))`.
+def zeros(*size, dtype=None, device=None) -> Tensor:
+    """A tensor of zeros (float32 unless `dtype` is given); `zeros(2, 3)` or `zeros((2, 3))`. `device` places it
+    (a `jax.Device`, `'cpu'`, `'cpu:0'`: `aotjax.device`); under a transform placement follows the arguments.
 
     >>> aotjax.zeros(2, dtype=aotjax.int8)
     tensor([0, 0], dtype=int8)
     """
-    return _full(_size("zeros", size), 0, _dtype("zeros", dtype, default_float_dtype()))
+    return _full(_size("zeros", size), 0, _dtype("zeros", dtype, default_float_dtype()), device=device, op="zeros")
 
 
 hooks.zeros = lambda aval: zeros(*aval.shape, dtype=aval.dtype)
 hooks.arange = lambda n: arange(n, dtype=np.int32)
 
 
-def ones(*size, dtype=None) -> Tensor:
+def ones(*size, dtype=None, device=None) -> Tensor:
     """A tensor of ones (float32 unless `dtype` is given); `ones(2, 3)` or `ones((2, 3))`.
 
     >>> aotjax.ones(3)
     tensor([1., 1., 1.])
     """
-    return _full(_size("ones", size), 1, _dtype("ones", dtype, default_float_dtype()))
+    return _full(_size("ones", size), 1, _dtype("ones", dtype, default_float_dtype()), device=device, op="ones")
 
 
-def empty(*size, dtype=None) -> Tensor:
-    """An "uninitialized" tensor: XLA has no uninitialized memory, so it holds zeros.
+def empty(*size, dtype=None, device=None, memory_format=preserve_format) -> Tensor:
+    """An "uninitialized" tensor: XLA has no uninitialized memory, so it holds zeros. `memory_format` (contiguous,
+    or `channels_last` for 4-d) sets its strides.
 
     >>> aotjax.empty(2, 3).shape
     (2, 3)
     """
-    return _full(_size("empty", size), 0, _dtype("empty", dtype, default_float_dtype()))
+    return _full(_size("empty", size), 0, _dtype("empty", dtype, default_float_dtype()), device=device,
+                 memory_format=memory_format, op="empty")
 
 
-def full_like(input, fill_value, dtype=None) -> Tensor:
+def full_like(input, fill_value, dtype=None, device=None, memory_format=preserve_format) -> Tensor:
     """A tensor of `input`'s shape and layout (and dtype, unless `dtype` is given) filled with `fill_value`.
 
     >>> aotjax.full_like(aotjax.zeros(2), 0.5)
@@ -265,10 +274,10 @@ def full_like(input, fill_value, dtype=None) -> Tensor:
     dtype = _dtype("full_like", dtype, input.dtype)
     if isinstance(fill_value, int):
         _check_ints_fit("full_like", fill_value, fill_value, dtype)
-    return _full(tuple(input.shape), fill_value, dtype, input)
+    return _full(tuple(input.shape), fill_value, dtype, input, device, memory_format, "full_like")
 
 
-def zeros_like(input, dtype=None) -> Tensor:
+def zeros_like(input, dtype=None, device=None, memory_format=preserve_format) -> Tensor:
     """Zeros of `input`'s shape and dtype (unless `dtype` is given), laid out as `input` is (PyTorch's
     `preserve_format`: a transposed input gives a transposed result).
 
@@ -277,25 +286,28 @@ def zeros_like(input, dtype=None) -> Tensor:
     >>> aotjax.zeros_like(aotjax.zeros(2, 3).t()).stride()
     (1, 3)
     """
-    return _full(tuple(input.shape), 0, _dtype("zeros_like", dtype, input.dtype), input)
+    return _full(tuple(input.shape), 0, _dtype("zeros_like", dtype, input.dtype), input, device, memory_format,
+                 "zeros_like")
 
 
-def ones_like(input, dtype=None) -> Tensor:
+def ones_like(input, dtype=None, device=None, memory_format=preserve_format) -> Tensor:
     """Ones of `input`'s shape, layout and dtype (unless `dtype` is given).
 
     >>> aotjax.ones_like(aotjax.zeros(2), dtype=aotjax.bool)
     tensor([ True,  True])
     """
-    return _full(tuple(input.shape), 1, _dtype("ones_like", dtype, input.dtype), input)
+    return _full(tuple(input.shape), 1, _dtype("ones_like", dtype, input.dtype), input, device, memory_format,
+                 "ones_like")
 
 
-def empty_like(input, dtype=None) -> Tensor:
+def empty_like(input, dtype=None, device=None, memory_format=preserve_format) -> Tensor:
     """An "uninitialized" tensor of `input`'s shape, layout and dtype (zeros: XLA has no uninitialized memory).
 
     >>> aotjax.empty_like(aotjax.zeros(2, 3)).shape
     (2, 3)
     """
-    return _full(tuple(input.shape), 0, _dtype("empty_like", dtype, input.dtype), input)
+    return _full(tuple(input.shape), 0, _dtype("empty_like", dtype, input.dtype), input, device, memory_format,
+                 "empty_like")
 
 
 # -- arange ----------------------------------------------------------------------------------------
@@ -324,7 +336,7 @@ arange_p = standard_primitive(
 defjvp_zero(arange_p)
 
 
-def arange(start, end=None, step=1, dtype=None) -> Tensor:
+def arange(start, end=None, step=1, dtype=None, device=None) -> Tensor:
     """Values from `start` (default 0) up to `end` (excluded) by `step`, as `torch.arange`.
 
     All-integer arguments give the default int dtype, any float one float32.
@@ -351,7 +363,7 @@ def arange(start, end=None, step=1, dtype=None) -> Tensor:
         start, end, step = int(start), int(end), int(step)
     else:
         start, end, step = float(start), float(end), float(step)
-    return arange_p.bind(start=start, end=end, step=step, dtype=dt)
+    return place(arange_p.bind(start=start, end=end, step=step, dtype=dt), to_device(device, "arange"))
 
 
 # -- linspace --------------------------------------------------------------------------------------
@@ -371,7 +383,7 @@ linspace_p = standard_primitive(
 defjvp_zero(linspace_p)
 
 
-def linspace(start, end, steps, dtype=None) -> Tensor:
+def linspace(start, end, steps, dtype=None, device=None) -> Tensor:
     """`steps` evenly spaced values from `start` to `end`, both included (float32 unless `dtype`).
 
     >>> aotjax.linspace(0, 1, 5)
@@ -381,7 +393,8 @@ def linspace(start, end, steps, dtype=None) -> Tensor:
     steps = _python_scalar("linspace", steps)
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
         raise ValueError(f"linspace: steps must be a non-negative int, got {steps!r}{where()}")
-    return linspace_p.bind(start=start, end=end, steps=steps, dtype=_dtype("linspace", dtype, default_float_dtype()))
+    out = linspace_p.bind(start=start, end=end, steps=steps, dtype=_dtype("linspace", dtype, default_float_dtype()))
+    return place(out, to_device(device, "linspace"))
 
 
 # -- eye -------------------------------------------------------------------------------------------
@@ -391,7 +404,7 @@ eye_p = standard_primitive(
 defjvp_zero(eye_p)
 
 
-def eye(n, m=None, dtype=None) -> Tensor:
+def eye(n, m=None, dtype=None, device=None) -> Tensor:
     """The `n` x `m` identity matrix (`m` defaults to `n`; float32 unless `dtype` is given).
 
     >>> aotjax.eye(2, dtype=aotjax.int8)
@@ -399,4 +412,4 @@ def eye(n, m=None, dtype=None) -> Tensor:
             [0, 1]], dtype=int8)
     """
     n, m = _size("eye", (n, n if m is None else m))
-    return eye_p.bind(n=n, m=m, dtype=_dtype("eye", dtype, default_float_dtype()))
+    return place(eye_p.bind(n=n, m=m, dtype=_dtype("eye", dtype, default_float_dtype())), to_device(device, "eye"))

@@ -28,9 +28,11 @@ from aotjax.tensor import Tensor, method
 __all__ = ["det", "logdet", "slogdet", "inverse", "matrix_power", "matrix_exp"]
 # NOTE: what `aotjax.linalg` exports (torch.linalg's names); `__all__` is what `aotjax.X` gets
 LINALG = ["norm", "vector_norm", "matrix_norm", "inv", "inv_ex", "solve", "solve_triangular", "cholesky",
-          "cholesky_ex", "qr", "svd", "svdvals", "eigh", "eigvalsh", "det", "slogdet", "pinv", "lstsq", "matrix_power",
+          "cholesky_ex", "qr", "svd", "svdvals", "eig", "eigvals", "eigh", "eigvalsh",
+          "det", "slogdet", "pinv", "lstsq", "matrix_power",
           "matrix_rank", "lu_factor", "lu_solve", "lu", "multi_dot", "vecdot", "cross", "matrix_exp",
-          "QR", "SVD", "EighResult", "SlogdetResult", "LUResult", "LUFactorResult", "LstsqResult", "InvExResult",
+          "QR", "SVD", "EigResult",
+          "EighResult", "SlogdetResult", "LUResult", "LUFactorResult", "LstsqResult", "InvExResult",
           "CholeskyExResult"]
 
 
@@ -46,6 +48,11 @@ class SVD(NamedTuple):
 
 
 class EighResult(NamedTuple):
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class EigResult(NamedTuple):
     eigenvalues: Tensor
     eigenvectors: Tensor
 
@@ -215,6 +222,12 @@ qr_p = from_jax("qr", _qr, multiple_results=True)
 svd_p = from_jax("svd", lambda a, *, full_matrices: tuple(jnp.linalg.svd(a, full_matrices=full_matrices)),
                  multiple_results=True)
 svdvals_p = from_jax("svdvals", lambda a: jnp.linalg.svd(a, compute_uv=False))
+# NOTE: the eigenvectors' derivatives assume distinct eigenvalues and a loss that does not depend on their phase
+# (as torch's do); JAX makes callers opt in to that (`enable_eigvec_derivs`).
+eig_p = from_jax("eig", lambda a: tuple(jax.lax.linalg.eig(a, compute_left_eigenvectors=False,
+                                                            enable_eigvec_derivs=True)), multiple_results=True)
+eigvals_p = from_jax("eigvals", lambda a: jax.lax.linalg.eig(a, compute_left_eigenvectors=False,
+                                                             compute_right_eigenvectors=False)[0])
 eigh_p = from_jax("eigh", _eigh, multiple_results=True)
 eigvalsh_p = from_jax("eigvalsh", lambda a, *, UPLO: _eigh(a, UPLO=UPLO)[0])
 det_p = from_jax("det", jnp.linalg.det)
@@ -303,6 +316,28 @@ def eigh(A, UPLO="L"):
     """
     A = _matrix("linalg.eigh", A)
     return EighResult(*eigh_p.bind(A, UPLO=_uplo("linalg.eigh", UPLO), chain=()))
+
+
+def eig(A):
+    """Eigenvalues and (unit-norm) eigenvectors of square matrices, as `torch.linalg.eig`: complex results, also for
+    real input (complex64 for float32). Computed by LAPACK on the CPU, as in jax. Derivatives of the eigenvectors
+    hold for distinct eigenvalues and a loss that does not depend on each eigenvector's phase, as torch's do.
+
+    >>> aotjax.linalg.eig(aotjax.tensor([[2.0, 0.0], [0.0, 3.0]])).eigenvalues
+    tensor([2.+0.j, 3.+0.j])
+    """
+    A = _matrix("linalg.eig", A)
+    return EigResult(*eig_p.bind(A, chain=()))
+
+
+def eigvals(A):
+    """The eigenvalues of square matrices (complex), as `torch.linalg.eigvals`.
+
+    >>> aotjax.linalg.eigvals(aotjax.tensor([[0.0, -1.0], [1.0, 0.0]]))
+    tensor([0.+1.j, 0.-1.j])
+    """
+    A = _matrix("linalg.eigvals", A)
+    return eigvals_p.bind(A, chain=())
 
 
 def eigvalsh(A, UPLO="L"):

@@ -32,10 +32,12 @@ from aotjax.interpreters.batching import defbroadcasting, defvectorized
 from aotjax.interpreters.jvp import defjvp, defjvp2, defjvp_zero, deflinear, jvp_rules, sum_tangents
 from aotjax.interpreters.transpose import deflinear2_transpose, deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, elementwise, inplace_variant, same_dtype, standard_primitive
-from aotjax.ops._frontend import as_tensor, bind_inplace, convert, is_scalar, promote, to_dtype
-from aotjax.ops.layout import elementwise_layout, preserve_layout, tensor_layout
+from aotjax.ops._frontend import as_tensor, bind_inplace, convert, is_scalar, place, promote, to_dtype
+from aotjax.ops._frontend import device as to_device
+from aotjax.ops.layout import elementwise_layout, format_name, preserve_layout, suggest_format, tensor_layout
 from aotjax.ops.promotion import (
     _BOOL,
+    _COMPLEX,
     _FLOAT,
     _INT,
     category,
@@ -54,9 +56,15 @@ __all__ = [
 _BOOL_DTYPE = np.dtype(np.bool_)
 
 # -- casts -------------------------------------------------------------------------------------
+def _real_part_if_real(x, new_dtype):
+    """A complex value converted to a real dtype keeps its real part (as torch's `to`, and a transpose's cast)."""
+    return jnp.real(x) if jnp.iscomplexobj(x) and category(new_dtype) != _COMPLEX else x
+
+
 convert_element_type_p = standard_primitive(
     "convert_element_type", lambda x, *, new_dtype: x.shape, lambda x, *, new_dtype: new_dtype,
-    lambda x, *, new_dtype: x.astype(new_dtype), recompute=Recompute.CHEAP, flops=output_size_flops)
+    lambda x, *, new_dtype: _real_part_if_real(x, new_dtype).astype(new_dtype), recompute=Recompute.CHEAP,
+    flops=output_size_flops)
 convert_element_type_p.layout_rule = preserve_layout  # NOTE: `x.to(dtype)` is a preserve_format copy
 defvectorized(convert_element_type_p)
 
@@ -79,24 +87,51 @@ def _convert_element_type_transpose(ct, x, *, new_dtype):
 deflinear_transpose(convert_element_type_p, _convert_element_type_transpose)
 
 
-def to(x, dtype=None, *args, **kwargs):
-    """`x` converted to `dtype` (a new tensor, or `x` itself if it already has that dtype).
+def to(x, *args, dtype=None, device=None, non_blocking: bool = False, copy: bool = False, memory_format=None):
+    """`x` converted to `dtype`, placed on `device` and laid out in `memory_format`, as `torch.Tensor.to`:
+    `x.to(dtype)`, `x.to(device, dtype)`, `x.to(other)` (its dtype and device), keywords likewise. `x` itself when
+    nothing changes, unless `copy=True`, which always gives a new tensor. A device is a `jax.Device`, `'cpu'`,
+    `'cpu:0'` or another name `aotjax.device` reads; under a transform the placement follows the arguments.
 
     >>> aotjax.tensor([1.7, -1.7]).to(aotjax.int8)
     tensor([ 1, -1], dtype=int8)
+    >>> x = aotjax.zeros(2)
+    >>> x.to("cpu") is x, x.to(aotjax.float32, copy=True) is x
+    (True, False)
     """
-    if isinstance(dtype, Tensor):
-        dtype = dtype.dtype
-    if dtype is None:
-        return x
-    new_dtype = to_dtype(dtype, "to")
-    if new_dtype == x.dtype and _truncated_request(dtype, new_dtype):
-        # NOTE: `x.double()` without x64 gives float32, x's own dtype: still a new tensor, as PyTorch's
-        # conversion to another dtype is (returning x itself would alias it).
-        from aotjax.ops.shape import clone  # NOTE: lazy: the shape family is defined after this one
+    flags = [a for a in args if isinstance(a, bool)]  # NOTE: positional `non_blocking, copy`, as in PyTorch
+    non_blocking, copy = (flags + [non_blocking, copy][len(flags):])[:2] if flags else (non_blocking, copy)
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif _is_device(a):
+            device = a
+        elif not isinstance(a, bool):
+            dtype = a
+    dev = to_device(device, "to")
+    out = x
+    if dtype is not None:
+        new_dtype = to_dtype(dtype, "to")
+        if new_dtype != x.dtype or _truncated_request(dtype, new_dtype):
+            # NOTE: `x.double()` without x64 gives float32, x's own dtype: still a new tensor, as PyTorch's
+            # conversion to another dtype is (returning x itself would alias it).
+            out = convert(x, new_dtype) if new_dtype != x.dtype else _clone(x)
+    fmt = "preserve" if memory_format is None else format_name(memory_format, "to")
+    if fmt != "preserve" and (out is not x or suggest_format(tuple(x.shape), x.stride()) != fmt):
+        out = _clone(out, memory_format)  # NOTE: as torch, x itself when its strides suggest the format
+    out = place(out, dev)
+    return _clone(x) if copy and out is x else out
 
-        return clone(x)
-    return convert(x, new_dtype)
+
+def _is_device(a) -> bool:
+    """Whether a positional argument of `to` names a device (a string, a jax or torch device, an index)."""
+    return isinstance(a, (str, int, jax.Device)) and not isinstance(a, bool) or type(a).__name__ == "device"
+
+
+def _clone(x, memory_format=None):
+    from aotjax.ops.shape import clone  # NOTE: lazy: the shape family is defined after this one
+
+    return clone(x) if memory_format is None else clone(x, memory_format=memory_format)
 
 
 def _truncated_request(dtype, got: np.dtype) -> bool:
@@ -127,7 +162,8 @@ method(to)
 method(_type_as, "type_as")
 for _name, _dtype, _what in (("float", np.float32, "float32"), ("half", np.float16, "float16"),
                              ("bfloat16", "bfloat16", "bfloat16"), ("int", np.int32, "int32"),
-                             ("bool", np.bool_, "bool"),
+                             ("bool", np.bool_, "bool"), ("short", np.int16, "int16"), ("byte", np.uint8, "uint8"),
+                             ("char", np.int8, "int8"),
                              ("double", np.float64, "float64 (float32 unless jax's x64 mode is on)"),
                              ("long", np.int64, "int64 (int32 unless jax's x64 mode is on)")):
     method(_cast_method(_name, _dtype, _what))
@@ -160,6 +196,11 @@ _FLOATING = _DtypeClass(_float_or_default, lambda dt: category(dt) >= _FLOAT, la
 _NUMERIC = _DtypeClass(lambda dt: dt, lambda dt: category(dt) > _BOOL, lambda dt: dt, "numeric (non-bool)")
 _ANY = _DtypeClass(lambda dt: dt, _any, lambda dt: dt, "any")
 _PREDICATE = _DtypeClass(lambda dt: dt, _any, lambda dt: _BOOL_DTYPE, "any")
+_ORDERED = _DtypeClass(lambda dt: dt, lambda dt: category(dt) != _COMPLEX, lambda dt: _BOOL_DTYPE,
+                       "real (complex numbers are not ordered)")
+_REAL = _DtypeClass(lambda dt: dt, lambda dt: category(dt) != _COMPLEX, lambda dt: dt, "real (not complex)")
+_ABS = _DtypeClass(lambda dt: dt, _any, lambda dt: np.dtype(np.finfo(dt).dtype) if category(dt) == _COMPLEX else dt,
+                   "any")
 _INTEGRAL = _DtypeClass(lambda dt: dt, lambda dt: category(dt) <= _INT, lambda dt: dt, "integer or bool")
 _SQUARE = _DtypeClass(lambda dt: default_int_dtype() if dt == _BOOL_DTYPE else dt, lambda dt: category(dt) > _BOOL,
                       lambda dt: dt, "numeric (non-bool)")
@@ -193,7 +234,11 @@ def _unary_operand(cls: _DtypeClass, x):
 
 
 def _check_unary_inplace(prim_, cls: _DtypeClass, x) -> None:
-    check_inplace_cast(prim_.name, cls.result(cls.operand(x.dtype)), x.dtype)
+    result = cls.result(cls.operand(x.dtype))
+    if category(x.dtype) == _COMPLEX and category(result) != _COMPLEX:  # NOTE: abs_: torch refuses a real result
+        raise DTypeError(f"{prim_.name}: in-place {prim_.name[:-1]} is not supported for complex tensors (its result "
+                         f"is real){source_info.where()}; compute out of place (`x.{prim_.name[:-1]}()`).")
+    check_inplace_cast(prim_.name, result, x.dtype)
 
 
 def _unary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
@@ -201,7 +246,9 @@ def _unary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
     prim = elementwise(name, lower, out_dtype=cls.rule(name))
 
     def op(x):
-        return prim.bind(_unary_operand(cls, x))
+        x = _unary_operand(cls, x)
+        _refuse_complex(prim, cls, x.dtype)
+        return prim.bind(x)
 
     if not inplace:
         return (prim, *_public(_doc(op, name, doc)))
@@ -230,12 +277,22 @@ neg_p, neg__p, neg, neg_ = _unary("neg", _neg_lower, _NUMERIC, """`-x`; integer 
     """)
 deflinear(neg_p)
 deflinear_transpose(neg_p, lambda ct, x: neg_p.bind(ct))
-abs_p, abs__p, abs, abs_ = _unary("abs", jnp.abs, _ANY, """`|x|`; integer dtypes are kept.
+abs_p, abs__p, abs, abs_ = _unary("abs", jnp.abs, _ABS, """`|x|`; integer dtypes are kept.
 
     >>> aotjax.abs(aotjax.tensor([-1.5, 2.0]))
     tensor([1.5, 2. ])
     """)
-defjvp(abs_p, lambda t, x: where(ge(x, 0), t, neg(t)))
+defjvp(abs_p, lambda t, x: _complex_abs_jvp(t, x) if category(x.dtype) == _COMPLEX else where(ge(x, 0), t, neg(t)))
+
+
+def _complex_abs_jvp(t, x):
+    """`Re(conj(x) * t) / |x|`, 0 where `x == 0` (JAX's choice)."""
+    from aotjax.ops import complex_numbers as cx  # NOTE: lazy: the complex family imports this module
+
+    r = cx.real(mul(cx.conj_physical(x), t))
+    a = abs(x)
+    return where(eq(a, 0), mul(r, 0), div(r, where(eq(a, 0), 1.0, a)))
+
 exp_p, exp__p, exp, exp_ = _unary("exp", jnp.exp, _FLOATING, """`e ** x` (integers are promoted to float32).
 
     >>> aotjax.exp(aotjax.tensor([0.0]))
@@ -328,22 +385,29 @@ erf_p, erf__p, erf, erf_ = _unary("erf", lax.erf, _FLOATING, """The Gauss error 
     tensor([0.])
     """)
 defjvp(erf_p, lambda t, x: mul(t, mul(exp(neg(square(x))), 2 / math.sqrt(math.pi))))
-floor_p, floor__p, floor, floor_ = _unary("floor", _keep_integers(jnp.floor), _ANY,
+floor_p, floor__p, floor, floor_ = _unary("floor", _keep_integers(jnp.floor), _REAL,
                                           """Rounds down; the identity on integer tensors.
 
     >>> aotjax.floor(aotjax.tensor([-0.5, 1.5]))
     tensor([-1.,  1.])
     """)
 defjvp_zero(floor_p)
-ceil_p, ceil__p, ceil, ceil_ = _unary("ceil", _keep_integers(jnp.ceil), _ANY,
+ceil_p, ceil__p, ceil, ceil_ = _unary("ceil", _keep_integers(jnp.ceil), _REAL,
                                       """Rounds up; the identity on integer tensors.
 
     >>> aotjax.ceil(aotjax.tensor([-0.5, 1.5]))
     tensor([-0.,  2.])
     """)
 defjvp_zero(ceil_p)
-sign_p, sign__p, sign, sign_ = _unary("sign", lambda x: x if x.dtype == np.bool_ else jnp.sign(x), _ANY,
-                                      """-1, 0 or 1 by the sign of `x`; integer dtypes are kept.
+def _sign_lower(x):
+    if x.dtype == np.bool_:
+        return x
+    return jnp.sign(x) if category(x.dtype) != _FLOAT else jnp.where(jnp.isnan(x), 0, jnp.sign(x)).astype(x.dtype)
+
+
+sign_p, sign__p, sign, sign_ = _unary("sign", _sign_lower, _REAL,
+                                      """-1, 0 or 1 by the sign of `x` (0 for NaN, as in PyTorch); integer dtypes are
+    kept.
 
     >>> aotjax.sign(aotjax.tensor([-2, 0, 3]))
     tensor([-1,  0,  1])
@@ -404,7 +468,7 @@ def _unary_with_params(name: str, lower, cls: _DtypeClass):
 gelu_p, gelu__p = _unary_with_params(
     "gelu", lambda x, *, approximate: jax.nn.gelu(x, approximate=approximate == "tanh"), _FLOATING)
 round_p, round__p = _unary_with_params(
-    "round", lambda x, *, decimals: x if category(x.dtype) < _FLOAT else jnp.round(x, decimals), _ANY)
+    "round", lambda x, *, decimals: x if category(x.dtype) < _FLOAT else jnp.round(x, decimals), _REAL)
 
 
 def _gelu_jvp(t, x, *, approximate):
@@ -485,13 +549,21 @@ def _binary_operands(cls: _DtypeClass, x, y):
 
 
 def _binary(prim, cls: _DtypeClass, x, y, **params):
-    return prim.bind(*_binary_operands(cls, x, y), **params)
+    x, y = _binary_operands(cls, x, y)
+    _refuse_complex(prim, cls, x.dtype)
+    return prim.bind(x, y, **params)
+
+
+def _refuse_complex(prim, cls: _DtypeClass, dtype) -> None:
+    """Eager evaluation skips abstract rules: the ops torch refuses on complex operands check here too."""
+    if category(dtype) == _COMPLEX and cls.rule is not None:
+        cls.rule(prim.name)(dtype)
 
 
 def _binary_inplace(prim_, cls: _DtypeClass, x, y, **params):
     dtype = cls.operand(result_type(x, y))
     check_inplace_cast(prim_.name, cls.result(dtype), x.dtype)
-    if dtype != x.dtype and cls is _PREDICATE:
+    if dtype != x.dtype and cls in (_PREDICATE, _ORDERED):
         # NOTE: `int_x.lt_(2.5)` must compare in float: converting 2.5 to int first would change the
         # answer. Compute out of place and copy the result in.
         return _copy_into(x, prim_.functional.bind(*promote(x, y, dtype=dtype), **params))
@@ -631,7 +703,7 @@ def _integer_pow_jvp(t, x, *, y):
 defjvp(integer_pow_p, _integer_pow_jvp)
 
 
-maximum_p, maximum = _binary_family("maximum", jnp.maximum, _ANY, """The elementwise maximum (NaN propagates).
+maximum_p, maximum = _binary_family("maximum", jnp.maximum, _REAL, """The elementwise maximum (NaN propagates).
 
     >>> aotjax.maximum(aotjax.tensor([1, 5]), aotjax.tensor([3, 2]))
     tensor([3, 5])
@@ -644,7 +716,7 @@ def _balanced(t, x, ans, y):
 
 
 defjvp2(maximum_p, lambda t, ans, x, y: _balanced(t, x, ans, y), lambda t, ans, x, y: _balanced(t, y, ans, x))
-minimum_p, minimum = _binary_family("minimum", jnp.minimum, _ANY, """The elementwise minimum (NaN propagates).
+minimum_p, minimum = _binary_family("minimum", jnp.minimum, _REAL, """The elementwise minimum (NaN propagates).
 
     >>> aotjax.minimum(aotjax.tensor([1, 5]), aotjax.tensor([3, 2]))
     tensor([1, 2])
@@ -670,26 +742,26 @@ ne_p, ne__p, ne, ne_ = _binary_family("ne", jnp.not_equal, _PREDICATE, """`x != 
     tensor([ True, False])
     """)
 defjvp_zero(ne_p)
-lt_p, lt__p, lt, lt_ = _binary_family("lt", jnp.less, _PREDICATE, """`x < y`, as bool (compared in the promoted
+lt_p, lt__p, lt, lt_ = _binary_family("lt", jnp.less, _ORDERED, """`x < y`, as bool (compared in the promoted
     dtype: `int_tensor < 2.5` compares as float).
 
     >>> aotjax.lt(aotjax.tensor([2, 3]), 2.5)
     tensor([ True, False])
     """)
 defjvp_zero(lt_p)
-le_p, le__p, le, le_ = _binary_family("le", jnp.less_equal, _PREDICATE, """`x <= y`, as bool.
+le_p, le__p, le, le_ = _binary_family("le", jnp.less_equal, _ORDERED, """`x <= y`, as bool.
 
     >>> aotjax.le(aotjax.tensor([2, 3]), 2)
     tensor([ True, False])
     """)
 defjvp_zero(le_p)
-gt_p, gt__p, gt, gt_ = _binary_family("gt", jnp.greater, _PREDICATE, """`x > y`, as bool.
+gt_p, gt__p, gt, gt_ = _binary_family("gt", jnp.greater, _ORDERED, """`x > y`, as bool.
 
     >>> aotjax.gt(aotjax.tensor([2, 3]), 2)
     tensor([False,  True])
     """)
 defjvp_zero(gt_p)
-ge_p, ge__p, ge, ge_ = _binary_family("ge", jnp.greater_equal, _PREDICATE, """`x >= y`, as bool.
+ge_p, ge__p, ge, ge_ = _binary_family("ge", jnp.greater_equal, _ORDERED, """`x >= y`, as bool.
 
     >>> aotjax.ge(aotjax.tensor([2, 3]), 3)
     tensor([False,  True])
@@ -904,7 +976,7 @@ def _clamp_lower(x, lo, hi):
     return jnp.minimum(jnp.maximum(x, lo), hi)
 
 
-clamp_p = elementwise("clamp", _clamp_lower, out_dtype=_ANY.rule("clamp"), layout=tensor_layout)
+clamp_p = elementwise("clamp", _clamp_lower, out_dtype=_REAL.rule("clamp"), layout=tensor_layout)
 clamp__p = inplace_variant(clamp_p)
 
 
@@ -942,6 +1014,7 @@ def _clamp_args(op: str, x, min, max):
         raise ValueError(f"{op}: at least one of min and max must be given{source_info.where()}")
     x = as_tensor(x)
     dtype = result_type(x, *(b for b in (min, max) if b is not None))
+    _refuse_complex(clamp_p, _REAL, dtype)
     return dtype, _bound(min, dtype, True), _bound(max, dtype, False)
 
 

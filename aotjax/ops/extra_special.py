@@ -16,9 +16,7 @@ from aotjax.ops._combinators import elementwise, inplace_variant
 from aotjax.ops._from_jax import from_jax
 from aotjax.ops._frontend import as_tensor
 from aotjax.ops.elementwise import _FLOATING, _binary_inplace, _binary_operands
-from aotjax.ops.elementwise import where as select
-from aotjax.ops.pointwise import i0, i1
-from aotjax.ops.promotion import default_float_dtype, is_float
+from aotjax.ops.promotion import is_float
 from aotjax.tensor import Tensor, method
 
 __all__ = ["igamma", "igamma_", "igammac", "igammac_", "nextafter", "nextafter_", "frexp"]
@@ -123,40 +121,3 @@ def frexp(input):
 
 method(frexp)
 
-
-# -- torch.special's newer names of Bessel functions (aotjax.special only) --------------------------------------------
-def modified_bessel_i0(input):
-    """The modified Bessel function of the first kind of order 0 (`i0`), as `torch.special.modified_bessel_i0`
-    (differentiable here; torch's is not).
-
-    >>> round(aotjax.special.modified_bessel_i0(aotjax.tensor([1.0])).item(), 4)
-    1.2661
-    """
-    return i0(input)
-
-
-def modified_bessel_i1(input):
-    """The modified Bessel function of the first kind of order 1 (`i1`), as `torch.special.modified_bessel_i1`
-    (differentiable here; torch's is not).
-
-    >>> aotjax.special.modified_bessel_i1(aotjax.tensor([0.0]))
-    tensor([0.])
-    """
-    return i1(input)
-
-
-def spherical_bessel_j0(input):
-    """The spherical Bessel function of the first kind of order 0, `sin(x) / x` (1 at 0), as
-    `torch.special.spherical_bessel_j0` (differentiable here; torch's is not).
-
-    >>> aotjax.special.spherical_bessel_j0(aotjax.tensor([0.0]))
-    tensor([1.])
-    """
-    x = as_tensor(input)
-    x = x if is_float(x.dtype) else x.to(default_float_dtype())
-    zero = x == 0
-    safe = select(zero, 1.0, x)  # NOTE: no 0/0 in the value nor the derivative
-    return select(zero, 1.0, safe.sin() / safe)
-
-
-SPECIAL_MORE = ["modified_bessel_i0", "modified_bessel_i1", "spherical_bessel_j0"]

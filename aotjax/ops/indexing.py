@@ -656,9 +656,9 @@ def _assign(v, value) -> None:
         copy_(v, value)
 
 
-def _masked_write(v, dim: int, mask, value) -> bool:
-    """`v[mask] = value` as `masked_fill_` when `value` broadcasts without knowing the number of True
-    elements; False (nothing written) otherwise."""
+def _masked_write(v, dim: int, mask, value, accumulate: bool = False) -> bool:
+    """`v[mask] = value` (`+=` when `accumulate`) as `masked_fill_` when `value` broadcasts without knowing the
+    number of True elements; False (nothing written) otherwise."""
     rest = v.shape[dim + mask.ndim:]
     selected = v.shape[:dim] + (1,) + rest  # x[mask]'s shape, with the data-dependent dim as 1
     value = _scalar_operand(v, value)
@@ -670,6 +670,8 @@ def _masked_write(v, dim: int, mask, value) -> bool:
         value = value.reshape(padded[:dim] + (1,) * mask.ndim + padded[dim + 1:])
     if rest:
         mask = mask.reshape(tuple(mask.shape) + (1,) * len(rest))
+    if accumulate:
+        value = convert(as_tensor(v + value), v.dtype)
     bind_inplace(masked_fill__p, v, mask, value)
     return True
 
@@ -700,13 +702,33 @@ def _index_put_args(op: str, x, indices):
     return _masks_to_indices(op, adv)
 
 
+def _single_mask(op: str, x, indices):
+    """`(dim, mask)` when `indices` is leading Nones then one traced boolean mask (`x[..., mask]`), else None (a
+    concrete mask is read as the indices of its True elements)."""
+    if not isinstance(indices, (tuple, list)) or not indices or any(i is not None for i in indices[:-1]):
+        return None
+    mask = indices[-1]
+    if not isinstance(mask, Tracer) or mask.dtype != np.bool_:
+        return None
+    _check_mask(op, x, len(indices) - 1, mask)
+    return len(indices) - 1, mask
+
+
 def index_put(x, indices, values, accumulate: bool = False):
     """A copy of `x` with `x[indices] = values` (added instead when `accumulate`); `indices` is a tuple
-    of index tensors for the leading dims.
+    of index tensors for the leading dims. One traced boolean mask with a value that broadcasts over the selected
+    elements is a masked write (as `x[mask] = v`), so it traces.
 
     >>> aotjax.zeros(4).index_put((aotjax.tensor([0, 0, 2]),), aotjax.tensor(1.0), accumulate=True)
     tensor([2., 0., 1., 0.])
+    >>> aotjax.jit(lambda x: x.index_put((x > 1,), aotjax.tensor(0.0)))(aotjax.tensor([1.0, 2.0]))
+    tensor([1., 0.])
     """
+    m = _single_mask("index_put", x, indices)
+    if m is not None:
+        out = x.clone()
+        if _masked_write(out, *m, values, bool(accumulate)):
+            return out
     return _index_put(index_put_p, x, _index_put_args("index_put", x, indices), values, bool(accumulate))
 
 
@@ -717,6 +739,9 @@ def index_put_(x, indices, values, accumulate: bool = False):
     >>> x.index_put_((aotjax.tensor([1]),), aotjax.tensor([5.0]))
     tensor([0., 5., 0.])
     """
+    m = _single_mask("index_put_", x, indices)
+    if m is not None and _masked_write(x, *m, values, bool(accumulate)):
+        return x
     return _index_put(index_put__p, x, _index_put_args("index_put_", x, indices), values, bool(accumulate))
 
 
@@ -737,6 +762,9 @@ def index_select(x, dim: int, index):
             [4, 4]])
     """
     dim, index = _index_1d("index_select", x, dim, index)
+    if x.ndim == 0:  # NOTE: a 0-d tensor takes dim 0/-1, as in torch
+        out = index_p.bind(x.reshape(1), index, dims=(0,))
+        return out.reshape(()) if index.shape == (1,) else out
     return index_p.bind(x, index, dims=(dim,))
 
 
@@ -794,11 +822,21 @@ def gather(x, dim: int, index):
     tensor([[2],
             [3]])
     """
+    x = as_tensor(x)
+    if x.ndim == 0:  # NOTE: a 0-d tensor takes dim 0/-1, as in torch: gathered as a 1-d one
+        canonical_dim(dim, 0, "gather")
+        index = _index_tensor("gather", index)
+        return gather(x.reshape(1), 0, index.reshape(-1)).reshape(index.shape)
     dim, index = _gather_args("gather", x, dim, index)
     return gather_p.bind(x, index, dim=dim)
 
 
 def _scatter(prim, op, x, dim, index, src, reduce):
+    if x.ndim == 0:  # NOTE: a 0-d tensor takes dim 0/-1, as in torch: scattered into as a 1-d view of it
+        canonical_dim(dim, 0, op)
+        src = src if is_scalar(src) else as_tensor(src).reshape(-1)
+        out = _scatter(prim, op, x.reshape(1), 0, _index_tensor(op, index).reshape(-1), src, reduce)
+        return x if prim.mutates else out.reshape(())
     if reduce is not None:
         from aotjax.ops.scatter_ops import scatter_with_reduce  # NOTE: that module builds on this one
 

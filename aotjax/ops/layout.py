@@ -23,10 +23,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from aotjax.core.source_info import where
 from aotjax.tensor import contiguous_strides
 
 __all__ = ["is_contiguous", "is_non_overlapping_and_dense", "infer_dense_strides", "tensor_iterator_strides",
-           "elementwise_layout", "tensor_layout", "preserve_layout"]
+           "elementwise_layout", "tensor_layout", "preserve_layout", "format_name", "format_strides",
+           "is_contiguous_in", "suggest_format"]
 
 Shape = tuple[int, ...]
 
@@ -47,15 +49,7 @@ def is_contiguous(shape: Shape, strides: Shape) -> bool:
 
 def _is_channels_last_contiguous(shape: Shape, strides: Shape) -> bool:
     """A 4-d tensor dense in NHWC order (PyTorch's `is_contiguous(memory_format=torch.channels_last)`)."""
-    if len(shape) != 4:
-        return False
-    expected = 1
-    for d in (1, 3, 2, 0):
-        if shape[d] != 1:
-            if strides[d] != expected:
-                return False
-            expected *= shape[d]
-    return True
+    return is_contiguous_in("channels_last", shape, strides)
 
 
 def is_non_overlapping_and_dense(shape: Shape, strides: Shape) -> bool:
@@ -173,3 +167,86 @@ def preserve_layout(operands, shape: Shape, /, **params) -> Shape | None:
     if strides is None:
         return None
     return strides if is_non_overlapping_and_dense(shape, strides) else infer_dense_strides(shape, strides)
+
+
+# -- memory formats (`memory_format=`) ----------------------------------------------------------------
+_FORMATS = {"contiguous_format": "contiguous", "preserve_format": "preserve", "channels_last": "channels_last",
+            "channels_last_3d": "channels_last_3d", "contiguous": "contiguous", "preserve": "preserve"}
+_CHANNELS_LAST_RANK = {"channels_last": 4, "channels_last_3d": 5}
+
+
+def format_name(memory_format, op: str) -> str:
+    """`"contiguous"`, `"preserve"`, `"channels_last"` or `"channels_last_3d"` for a memory format: aotjax's
+    (`aotjax.channels_last`), torch's (`torch.channels_last`, read by name) or its name as a string.
+
+    >>> format_name(aotjax.channels_last, "clone"), format_name("contiguous_format", "clone")
+    ('channels_last', 'contiguous')
+    """
+    name = getattr(memory_format, "name", None) or str(memory_format).removeprefix("torch.")
+    fmt = _FORMATS.get(name)
+    if fmt is None:
+        raise ValueError(f"{op}: unknown memory_format {memory_format!r}{where()}; use aotjax.contiguous_format, "
+                         f"preserve_format, channels_last or channels_last_3d")
+    return fmt
+
+
+def _channels_last_strides(shape: Shape) -> Shape:
+    """NHWC (4-d) or NDHWC (5-d) order: channels innermost, then the spatial dims, then the batch."""
+    order = [1] + list(range(len(shape) - 1, 1, -1)) + [0]
+    return _dense_in_order(shape, order, empty_dims_as_one=False)  # NOTE: as torch's get_channels_last_strides
+
+
+def format_strides(fmt: str, shape: Shape, like=None, op: str = "") -> Shape | None:
+    """The strides a result of `shape` gets in memory format `fmt` (a `format_name`): for `"preserve"`, those
+    of `like` (`preserve_layout`); None means contiguous. A channels-last format needs a tensor of its rank.
+
+    >>> format_strides("channels_last", (2, 3, 4, 5))
+    (60, 1, 15, 3)
+    """
+    if fmt == "preserve":
+        return None if like is None else preserve_layout([like], shape)
+    if fmt == "contiguous":
+        return None
+    rank = _CHANNELS_LAST_RANK[fmt]
+    if len(shape) != rank:
+        raise ValueError(f"{op}: memory_format={fmt} needs a {rank}-d tensor, got shape {list(shape)}{where()}; "
+                         f"use contiguous_format for other ranks")
+    return _channels_last_strides(shape)
+
+
+def is_contiguous_in(fmt: str, shape: Shape, strides: Shape) -> bool:
+    """Whether a tensor of `shape` and `strides` is contiguous in memory format `fmt` (PyTorch's
+    `is_contiguous(memory_format=...)`: size-1 dims may have any stride; another rank is never channels-last).
+
+    >>> is_contiguous_in("channels_last", (1, 3, 2, 2), (12, 1, 6, 3))
+    True
+    """
+    if fmt == "contiguous":
+        return is_contiguous(shape, strides)
+    if len(shape) != _CHANNELS_LAST_RANK.get(fmt, -1):
+        return False
+    expected = 1
+    for d in [1] + list(range(len(shape) - 1, 1, -1)) + [0]:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def suggest_format(shape: Shape, strides: Shape) -> str:
+    """The memory format PyTorch reads from strides (`suggest_memory_format`): channels-last when a 4-d (5-d)
+    tensor's strides grow from channels through the spatial dims to the batch, with PyTorch's tie-breaks toward
+    contiguous for ambiguous size-1 dims; else `"contiguous"`.
+
+    >>> suggest_format((2, 3, 4, 5), (60, 1, 15, 3)), suggest_format((2, 3, 4, 5), (60, 1, 5, 20))
+    ('channels_last', 'contiguous')
+    """
+    if len(shape) not in (4, 5) or strides[1] == 0:
+        return "contiguous"
+    smallest = 0
+    for d in [1] + list(range(len(shape) - 1, 1, -1)) + [0]:
+        if shape[d] == 0 or strides[d] < smallest or (d == 0 and smallest == strides[1]):
+            return "contiguous"
+        smallest = strides[d] * (shape[d] if shape[d] > 1 else 1)
+    return "channels_last" if len(shape) == 4 else "channels_last_3d"

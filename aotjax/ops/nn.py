@@ -51,6 +51,8 @@ def softmax(x, dim: int, dtype=None):
     """
     x, out_dtype = _float_input("softmax", x, dtype)
     dim = canonical_dim(dim, x.ndim, "softmax")
+    if x.numel() == 0:  # NOTE: an empty result, as in torch (the max of an empty dim is undefined)
+        return x.clone().to(out_dtype)
     # NOTE: the max is taken of `x` detached: any shift gives the same softmax, so the shift's derivative
     # is exactly zero and need not be computed (as in `jax.nn.softmax`).
     e = (x - x.detach().amax(dim, keepdim=True)).exp()
@@ -65,6 +67,8 @@ def log_softmax(x, dim: int, dtype=None):
     """
     x, out_dtype = _float_input("log_softmax", x, dtype)
     dim = canonical_dim(dim, x.ndim, "log_softmax")
+    if x.numel() == 0:  # NOTE: an empty result, as in torch (the max of an empty dim is undefined)
+        return x.clone().to(out_dtype)
     shifted = x - x.detach().amax(dim, keepdim=True)  # NOTE: detached, as in `softmax`
     return (shifted - shifted.exp().sum(dim, keepdim=True).log()).to(out_dtype)
 

@@ -76,7 +76,10 @@ def _combine(higher, lower):
 
 def result_type(*operands) -> np.dtype:
     """The dtype PyTorch gives an elementwise op on `operands` (Tensors, arrays, Python scalars)."""
-    key = tuple(type(x) if isinstance(x, PYTHON_SCALARS) else (x.dtype, len(x.shape) > 0) for x in operands)
+    key = []
+    for x in operands:  # NOTE: a loop, not a generator: this runs once per eager op
+        key.append(type(x) if isinstance(x, PYTHON_SCALARS) else (x.dtype, len(x.shape) > 0))
+    key = tuple(key)
     dt = _result_types.get(key)
     if dt is None:
         dt = _result_types[key] = _result_type(key)

@@ -29,6 +29,7 @@ from aotjax.interpreters.jvp import defjvp_zero, deflinear, jvp_rules
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._combinators import standard_primitive
 from aotjax.ops._frontend import as_tensor, canonical_dim, canonical_dims, convert, to_dtype
+from aotjax.ops.elementwise import abs as magnitude
 from aotjax.ops.elementwise import add, div, eq, exp, isfinite, log, maximum, minimum, mul, sqrt, where
 from aotjax.ops.promotion import _FLOAT, _INT, category, default_float_dtype, default_int_dtype
 from aotjax.ops.shape import flip_p
@@ -312,13 +313,22 @@ def cumsum(x, dim: int, *, dtype=None):
 
 
 # -- extrema -----------------------------------------------------------------------------------
+def _ordered(op: str, x):
+    """`x` as a tensor; complex numbers are not ordered, so torch's extrema refuse them."""
+    x = as_tensor(x)
+    if category(x.dtype) > _FLOAT:
+        raise DTypeError(f"{op}: complex tensors are not ordered, got {x.aval.str_short()}{_where()}; compare their "
+                         f"abs() or real parts instead.")
+    return x
+
+
 def amax(x, dim=None, keepdim: bool = False):
     """The maximum over `dim` (an int, a tuple, or None/() for all); NaN propagates.
 
     >>> aotjax.amax(aotjax.tensor([[1, 5], [7, 2]]), dim=(0, 1))
     tensor(7)
     """
-    x = as_tensor(x)
+    x = _ordered("amax", x)
     return reduce_max_p.bind(x, axes=_axes("amax", x, dim), keepdims=bool(keepdim))
 
 
@@ -328,12 +338,12 @@ def amin(x, dim=None, keepdim: bool = False):
     >>> aotjax.amin(aotjax.tensor([[1, 5], [7, 2]]), dim=-1)
     tensor([1, 2])
     """
-    x = as_tensor(x)
+    x = _ordered("amin", x)
     return reduce_min_p.bind(x, axes=_axes("amin", x, dim), keepdims=bool(keepdim))
 
 
 def _arg(prim, op: str, x, dim, keepdim):
-    x = as_tensor(x)
+    x = _ordered(op, x)
     if dim is None:
         return prim.bind(x, axis=None, keepdims=bool(keepdim))
     axis = canonical_dim(dim, x.ndim, op)
@@ -368,7 +378,7 @@ MinResult = namedtuple("min", ["values", "indices"])
 def _extremum(op: str, reduce_p, arg_p, elementwise_op, result_type, x, dim, keepdim):
     if isinstance(dim, (Tensor, np.ndarray, jax.Array)):
         return elementwise_op(x, dim)
-    x = as_tensor(x)
+    x = _ordered(op, x)
     if dim is None:
         return reduce_p.bind(x, axes=_axes(op, x, None), keepdims=False)
     axis = canonical_dim(dim, x.ndim, op)
@@ -447,8 +457,10 @@ def var(x, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     xc = _compute(x)
     n = _count(x, axes)
     centered = xc - reduce_sum_p.bind(xc, axes=axes, keepdims=True) / n
+    if category(x.dtype) > _FLOAT:  # NOTE: complex: the mean squared magnitude, a real result (torch's)
+        centered = magnitude(centered)
     total = reduce_sum_p.bind(centered * centered, axes=axes, keepdims=bool(keepdim))
-    return convert(total / builtins.max(0, n - c), x.dtype)
+    return convert(total / builtins.max(0, n - c), x.dtype if category(x.dtype) <= _FLOAT else total.dtype)
 
 
 def std(x, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
@@ -471,6 +483,8 @@ def logsumexp(x, dim=None, keepdim: bool = False):
     if category(x.dtype) < _FLOAT:
         x = convert(x, default_float_dtype())
     axes = _axes("logsumexp", x, dim)
+    if _count(x, axes) == 0:  # NOTE: log(0) = -inf over an empty dim, as in torch (the max of it is undefined)
+        return log(reduce_sum_p.bind(exp(x), axes=axes, keepdims=bool(keepdim)))
     # NOTE: the max of `x` detached: `log(sum(exp(x - m))) + m` has the derivative softmax(x) for any m, so
     # m's own (cancelling) derivative need not be computed.
     m = reduce_max_p.bind(detach_p.bind(x), axes=axes, keepdims=True)

@@ -33,7 +33,9 @@ def _source_positions(mode: str, size: int, lo: int, hi: int) -> np.ndarray:
         return np.where(i >= size, period - i, i)
     if mode == "replicate":
         return np.clip(i, 0, size - 1)
-    return i % size  # circular
+    # circular: the kept part (cropped by a negative pad, as torch does first) wraps around
+    start, kept = max(-lo, 0), size - max(-lo, 0) - max(-hi, 0)
+    return start + (i + min(lo, 0)) % kept
 
 
 def pad(input, pad, mode: str = "constant", value=None):
@@ -78,8 +80,8 @@ def _pad_constant(x, dim: int, lo: int, hi: int, value):
 
 def _pad_copying(x, mode: str, dim: int, lo: int, hi: int):
     size = x.shape[dim]
-    limit = size - 1 if mode == "reflect" else size
-    if max(lo, hi) > limit or min(lo, hi) < 0 and mode != "circular":
+    limit = size - 1 if mode == "reflect" else size  # NOTE: replicate takes any size, as in torch (negative crops)
+    if mode != "replicate" and (max(lo, hi) > limit or min(lo, hi) < 0 and mode != "circular"):
         raise ValueError(f"pad: {mode} padding ({lo}, {hi}) of a dim of size {size} must be non-negative and at most "
                          f"{limit}{where()}")
     return index_select(x, dim, tensor(_source_positions(mode, size, lo, hi), dtype=default_int_dtype()))
@@ -131,6 +133,14 @@ def _nearest(mode: str, out: int, size: int, scale) -> np.ndarray:
 
 
 def _sizes(x, n: int, size, scale_factor, recompute_scale_factor):
+    sizes, scales = _requested_sizes(x, n, size, scale_factor, recompute_scale_factor)
+    if any(s <= 0 for s in sizes + tuple(x.shape[2:])):
+        raise ValueError(f"interpolate: input and output sizes should be greater than 0, but got input "
+                         f"{list(x.shape[2:])} and output {list(sizes)}{where()}; pass a larger size or scale_factor")
+    return sizes, scales
+
+
+def _requested_sizes(x, n: int, size, scale_factor, recompute_scale_factor):
     spatial = x.shape[2:]
     if (size is None) == (scale_factor is None):
         raise ValueError(f"interpolate: give exactly one of size and scale_factor{where()}")

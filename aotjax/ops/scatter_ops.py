@@ -130,6 +130,10 @@ def _scatter_reduce(op: str, x, dim, index, src, reduce, include_self):
     x = as_tensor(x)
     if reduce not in _REDUCTIONS:
         raise ValueError(f"{op}: reduce must be one of {_REDUCTIONS}, got {reduce!r}{_where()}")
+    if x.ndim == 0:  # NOTE: a 0-d tensor takes dim 0/-1, as in torch: reduced into as a 1-d one
+        canonical_dim(dim, 0, op)
+        src = src if is_scalar(src) else as_tensor(src).reshape(-1)
+        return _scatter_reduce(op, x.reshape(1), 0, as_tensor(index).reshape(-1), src, reduce, include_self).reshape(())
     dim, index = _gather_args(op, x, dim, index, src)
     src = convert(as_tensor(src), x.dtype)
     if not include_self and reduce != "mean":

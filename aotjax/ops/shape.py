@@ -10,13 +10,14 @@ from aotjax.core.avals import ShapedArray
 from aotjax.core.errors import ShapeError
 from aotjax.core.primitive import Primitive, Recompute, output_size_flops
 from aotjax.core.source_info import where
+from aotjax.dtypes import preserve_format
 from aotjax.interpreters.ad_util import unbroadcast
 from aotjax.interpreters.batching import batching_rules, bdim_at_front, defvectorized, moveaxis, shift_axis
 from aotjax.interpreters.jvp import deflinear
 from aotjax.interpreters.transpose import deflinear_transpose, is_undefined, transpose_rules
 from aotjax.ops._combinators import standard_primitive
 from aotjax.ops._frontend import as_tensor, canonical_dim, canonical_dims, normalize_shape, promote
-from aotjax.ops.layout import preserve_layout
+from aotjax.ops.layout import format_name, format_strides, preserve_layout
 from aotjax.ops.views import slice_p, unsqueeze, view_p
 from aotjax.tensor import method
 
@@ -28,31 +29,35 @@ def _keep_dtype(x, **params):
 
 
 # -- clone -------------------------------------------------------------------------------------
-def _clone_layout(operands, shape, /, *, contiguous):
+def _clone_layout(operands, shape, /, *, memory_format):
     # NOTE: preserve_format keeps a dense layout (a transposed tensor stays transposed), as in PyTorch
-    return None if contiguous else preserve_layout(operands, shape)
+    return format_strides(memory_format, shape, operands[0], "clone")
 
 
-clone_p = standard_primitive("clone", lambda x, *, contiguous: x.shape, _keep_dtype,
-                             lambda x, *, contiguous: jnp.copy(x), recompute=Recompute.CHEAP, flops=output_size_flops)
+clone_p = standard_primitive("clone", lambda x, *, memory_format: x.shape, _keep_dtype,
+                             lambda x, *, memory_format: jnp.copy(x), recompute=Recompute.CHEAP,
+                             flops=output_size_flops)
 clone_p.layout_rule = _clone_layout
 deflinear(clone_p)
-deflinear_transpose(clone_p, lambda ct, x, *, contiguous: ct)
+deflinear_transpose(clone_p, lambda ct, x, *, memory_format: ct)
 
 
-def clone(x, *, memory_format="preserve"):
-    """A copy of `x` with its own data. With the default `memory_format="preserve"` a dense tensor keeps
-    its strides (as PyTorch: `a.t().clone()` is not contiguous); `"contiguous"` gives a row-major copy.
+def clone(x, *, memory_format=preserve_format):
+    """A copy of `x` with its own data, laid out in `memory_format` (strides are metadata). With the default
+    `preserve_format` a dense tensor keeps its strides (as PyTorch: `a.t().clone()` is not contiguous);
+    `contiguous_format` gives a row-major copy, `channels_last` (4-d) / `channels_last_3d` (5-d) channels-last.
 
     >>> a = aotjax.zeros(2, 3)
     >>> b = a.t().clone()
     >>> b.add_(1).is_contiguous(), a.sum().item()
     (False, 0.0)
+    >>> aotjax.zeros(1, 2, 3, 3).clone(memory_format=aotjax.channels_last).stride()
+    (18, 1, 6, 2)
     """
-    fmt = getattr(memory_format, "name", memory_format)
-    if fmt not in ("preserve", "contiguous", "preserve_format", "contiguous_format"):
-        raise ValueError(f"clone: memory_format must be 'preserve' or 'contiguous', got {memory_format!r}{where()}")
-    return clone_p.bind(as_tensor(x), contiguous=fmt.startswith("contiguous"))
+    x = as_tensor(x)
+    fmt = format_name(memory_format, "clone")
+    format_strides(fmt, tuple(x.shape), op="clone")  # NOTE: a channels-last format of the wrong rank raises here
+    return clone_p.bind(x, memory_format=fmt)
 
 
 # -- cat / stack -------------------------------------------------------------------------------
@@ -142,7 +147,8 @@ def flip(x, *dims_, dims=None):
     if dims is not None and dims_:
         raise TypeError(f"flip: got dims both as arguments {list(dims_)} and as the keyword dims={dims}{where()}")
     dims = (dims,) if isinstance(dims, int) else dims_ if dims is None else tuple(dims)
-    return flip_p.bind(x, dims=canonical_dims(normalize_shape(dims), x.ndim, "flip"))
+    dims = canonical_dims(normalize_shape(dims), x.ndim, "flip")
+    return flip_p.bind(x, dims=dims if x.ndim else ())  # NOTE: a 0-d tensor takes dim 0/-1, as in torch
 
 
 roll_p = standard_primitive("roll", lambda x, *, shifts, dims: x.shape, _keep_dtype,
@@ -255,8 +261,27 @@ def triu(x, diagonal: int = 0):
     return triu_p.bind(x, diagonal=int(diagonal))
 
 
+def tril_(x, diagonal: int = 0):
+    """In-place `tril`: zeroes the entries of `x` above diagonal `diagonal`; returns `x`.
+
+    >>> x = aotjax.ones(2, 2)
+    >>> x.tril_() is x, x.tolist()
+    (True, [[1.0, 0.0], [1.0, 1.0]])
+    """
+    return x.copy_(tril(x, diagonal))
+
+
+def triu_(x, diagonal: int = 0):
+    """In-place `triu`: zeroes the entries of `x` below diagonal `diagonal`; returns `x`.
+
+    >>> aotjax.ones(2, 2).triu_(1).tolist()
+    [[0.0, 1.0], [0.0, 0.0]]
+    """
+    return x.copy_(triu(x, diagonal))
+
+
 # -- Tensor methods --------------------------------------------------------------------------------
-for _op in (clone, flip, roll, repeat, tile, tril, triu):
+for _op in (clone, flip, roll, repeat, tile, tril, triu, tril_, triu_):
     method(_op)
 
 

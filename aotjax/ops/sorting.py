@@ -35,7 +35,7 @@ from aotjax.ops.creation import arange, full, tensor
 from aotjax.ops.elementwise import where
 from aotjax.ops.indexing import gather_p
 from aotjax.ops.promotion import _FLOAT, category, default_int_dtype
-from aotjax.ops.reduction import _int_to_default
+from aotjax.ops.reduction import _int_to_default, _ordered
 from aotjax.ops.shape import cat
 from aotjax.ops.views import slice_p
 from aotjax.tensor import method
@@ -244,7 +244,7 @@ CumminResult = namedtuple("cummin", ["values", "indices"])
 
 
 def _running(prim, result, op, x, dim):
-    x = as_tensor(x)
+    x = _ordered(op, x)
     axis = canonical_dim(dim, x.ndim, op)
     values = prim.bind(x, axis=axis)
     if x.ndim == 0:
@@ -310,7 +310,7 @@ def sort(x, dim: int = -1, descending: bool = False, *, stable: bool = False):
     tensor([[1, 0],
             [0, 1]])
     """
-    x = as_tensor(x)
+    x = _ordered("sort", x)
     return SortResult(*_sort(x, canonical_dim(dim, x.ndim, "sort"), descending))
 
 
@@ -344,7 +344,7 @@ def topk(x, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     >>> aotjax.topk(aotjax.tensor([1.0, 5.0, 3.0, 4.0]), 2)
     topk(values=tensor([5., 4.]), indices=tensor([1, 3]))
     """
-    x = as_tensor(x)
+    x = _ordered("topk", x)
     axis = canonical_dim(dim, x.ndim, "topk")
     n = x.shape[axis] if x.ndim else 1
     if not 0 <= k <= n:
@@ -372,7 +372,7 @@ def kthvalue(x, k: int, dim: int = -1, keepdim: bool = False):
     >>> aotjax.kthvalue(aotjax.tensor([3.0, 1.0, 2.0]), 2)
     kthvalue(values=tensor(2.), indices=tensor(2))
     """
-    x = as_tensor(x)
+    x = _ordered("kthvalue", x)
     axis = canonical_dim(dim, x.ndim, "kthvalue")
     n = x.shape[axis] if x.ndim else 1
     if not 1 <= k <= n:
@@ -384,7 +384,7 @@ def kthvalue(x, k: int, dim: int = -1, keepdim: bool = False):
 
 
 def _median(op: str, result, x, dim, keepdim: bool, ignore_nan: bool):
-    x = as_tensor(x)
+    x = _ordered(op, x)
     flat = dim is None
     if flat:
         x, dim = x.reshape(-1), 0
@@ -436,7 +436,7 @@ def mode(x, dim: int = -1, keepdim: bool = False):
     >>> aotjax.mode(aotjax.tensor([3, 1, 3, 1, 2]))
     mode(values=tensor(1), indices=tensor(3))
     """
-    x = as_tensor(x)
+    x = _ordered("mode", x)
     axis = canonical_dim(dim, x.ndim, "mode")
     values, indices = _sort(x, axis, False)
     if x.ndim == 0:
@@ -458,7 +458,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
 def _quantile(op: str, x, q, dim, keepdim: bool, interpolation: str, ignore_nan: bool):
-    x = as_tensor(x)
+    x = _ordered(op, x)
     if category(x.dtype) < _FLOAT:
         raise DTypeError(f"{op}: expected a floating-point input, got {x.aval.str_short()}{_where()}")
     if interpolation not in _INTERPOLATIONS:

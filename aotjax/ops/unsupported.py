@@ -65,6 +65,11 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         "build a new tensor of the new shape (x.reshape(shape) when the size is unchanged, x.new_zeros(shape), "
         "aotjax.cat) and rebind the name"),
     Unsupported(
+        "complex32", (), ("chalf",),
+        "XLA and jax have no half-precision complex dtype (complex32), so a tensor cannot hold one",
+        "use complex64 (x.cfloat() or x.to(aotjax.complex64)); keep half precision with two float16 tensors "
+        "(the real and imaginary parts) if memory matters"),
+    Unsupported(
         "imperative autograd", (), ("backward", "grad", "requires_grad", "requires_grad_", "retain_grad",
                                     "register_hook", "grad_fn"),
         "there is no tape: derivatives come from transforms",

@@ -17,6 +17,7 @@ from aotjax.core.errors import AliasingError, ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer, register_no_grad
 from aotjax.core.primitive import Kind, Primitive, Recompute, abstract_eval, output_size_flops
 from aotjax.core.source_info import where
+from aotjax.dtypes import contiguous_format
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, instantiate, unbroadcast
 from aotjax.interpreters.batching import batching_rules, bdim_at_front, shift_axis
@@ -25,6 +26,7 @@ from aotjax.interpreters.jvp import defjvp_zero, deflinear
 from aotjax.interpreters.transpose import deflinear_transpose, defview_transpose
 from aotjax.ops._combinators import elementwise, standard_primitive
 from aotjax.ops._frontend import as_tensor, bind_inplace, canonical_dim, canonical_dims, convert, normalize_shape
+from aotjax.ops.layout import format_name, is_contiguous_in
 from aotjax.ops.promotion import category
 from aotjax.tensor import contiguous_strides, method
 
@@ -281,7 +283,7 @@ def transpose(x, dim0: int, dim1: int):
     (3, 2)
     """
     d0, d1 = canonical_dim(dim0, x.ndim, "transpose"), canonical_dim(dim1, x.ndim, "transpose")
-    return permute_p.bind(x, perm=_swap_perm(x.ndim, d0, d1))
+    return permute_p.bind(x, perm=_swap_perm(x.ndim, d0, d1) if x.ndim else ())
 
 
 swapaxes = swapdims = transpose
@@ -506,14 +508,39 @@ def flatten(x, start_dim: int = 0, end_dim: int = -1):
     return reshape(x, x.shape[:s] + (math.prod(x.shape[s:e + 1]),) + x.shape[e + 1:])
 
 
-def contiguous(x):
-    """`x` itself when it is contiguous (row-major, dense), else a contiguous copy.
+def contiguous(x, memory_format=contiguous_format):
+    """`x` itself when it is contiguous in `memory_format` (row-major and dense by default; `channels_last` for
+    NHWC), else a copy laid out so.
 
     >>> a = aotjax.zeros(2, 3)
     >>> a.contiguous() is a, a.t().contiguous().is_contiguous()
     (True, True)
     """
-    return x if x.is_contiguous() else _contiguous_copy(x)
+    fmt = format_name(memory_format, "contiguous")
+    if fmt == "preserve":
+        raise ValueError(f"contiguous: memory_format=preserve_format is not supported by contiguous (as in PyTorch)"
+                         f"{where()}; use clone(memory_format=preserve_format)")
+    if is_contiguous(x, memory_format):
+        return x
+    from aotjax.ops.shape import clone  # NOTE: shape.py imports this module
+
+    return clone(x, memory_format=memory_format)
+
+
+def is_contiguous(x, memory_format=contiguous_format) -> bool:
+    """Whether PyTorch would call `x` contiguous in `memory_format` (row-major and dense by default, or
+    `channels_last`/`channels_last_3d`); strides are metadata that aotjax records as PyTorch would.
+
+    >>> x = aotjax.zeros(1, 3, 2, 2)
+    >>> x.is_contiguous(), x.is_contiguous(memory_format=aotjax.channels_last)
+    (True, False)
+    """
+    if memory_format is contiguous_format and getattr(x, "_strides", None) is None:
+        return True  # NOTE: the common case, without reading the format: no recorded strides mean row-major
+    fmt = format_name(memory_format, "is_contiguous")
+    if fmt == "preserve":
+        raise ValueError(f"is_contiguous: memory_format=preserve_format is not a layout a tensor can have{where()}")
+    return is_contiguous_in(fmt, tuple(x.shape), x.stride())
 
 
 # -- squeeze / unsqueeze -----------------------------------------------------------------------
@@ -550,7 +577,7 @@ unsqueeze__p = Primitive("unsqueeze_", kind=Kind.MUTATION, mutates=(0,), metadat
 
 def _squeeze_dims(x, dim, op: str) -> tuple[int, ...]:
     dims = canonical_dims(dim, x.ndim, op)
-    return tuple(d for d in dims if x.shape[d] == 1)
+    return tuple(d for d in dims if x.ndim and x.shape[d] == 1)  # NOTE: a 0-d tensor takes dim 0/-1, as in torch
 
 
 def squeeze(x, dim=None):
@@ -748,9 +775,9 @@ hooks.permute = lambda x, perm: permute_p.bind(x, perm=perm)  # batch axes moved
 
 
 # -- Tensor methods and properties ---------------------------------------------------------------
-for _op in (view, view_as, reshape, reshape_as, flatten, contiguous, transpose, permute, t, squeeze, unsqueeze, expand,
-            expand_as, broadcast_to, select, narrow, diagonal, unbind, split, chunk, movedim, detach, t_, transpose_,
-            squeeze_, unsqueeze_, as_strided):
+for _op in (view, view_as, reshape, reshape_as, flatten, contiguous, is_contiguous, transpose, permute, t, squeeze,
+            unsqueeze, expand, expand_as, broadcast_to, select, narrow, diagonal, unbind, split, chunk, movedim, detach,
+            t_, transpose_, squeeze_, unsqueeze_, as_strided):
     method(_op)
 
 

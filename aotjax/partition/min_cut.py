@@ -76,16 +76,26 @@ def choose_saved(joint: JointInfo, memory_budget: float = 1.0) -> list[Var]:
     """The values to save under `memory_budget` (see the module docstring)."""
     graph = _Graph(joint)
     best = graph.cut(frozenset())
-    least = graph.cut(frozenset(graph.values), allow_all=True)  # inputs and what is never recomputed
+    least = _Graph(joint).cut(frozenset(graph.values), allow_all=True)  # inputs and what is never recomputed
     if memory_budget >= 1.0 or graph.nbytes(best) <= graph.nbytes(least):
         return best
+    # NOTE: each step forces one more value to be recomputed; `graph` keeps its maximum flow from the step before
+    # and only repairs and augments it (a few paths), instead of solving the whole network again.
     cuts, recompute = [best], set()
+    cost: dict = {}  # FLOPs per byte of recomputing a value instead of saving it
+
+    def flops_per_byte(v):
+        c = cost.get(id(v))
+        if c is None:
+            c = cost[id(v)] = flops(graph.producer[id(v)]) / max(graph.bytes[id(v)], 1)
+        return c
+
     while True:
         candidates = [v for v in cuts[-1] if id(v) in graph.producer and id(v) not in recompute
                       and not _never_recomputed(graph.producer[id(v)])]
         if not candidates:
             break
-        v = min(candidates, key=lambda v: flops(graph.producer[id(v)]) / max(v.aval.nbytes, 1))
+        v = min(candidates, key=flops_per_byte)
         recompute.add(id(v))
         cuts.append(graph.cut(frozenset(recompute)))
     cuts.append(least)
@@ -96,7 +106,11 @@ def choose_saved(joint: JointInfo, memory_budget: float = 1.0) -> list[Var]:
 
 
 class _Graph:
-    """The flow network of a joint program's forward values."""
+    """The flow network of a joint program's forward values: per value `v` a node `in` and a node `out` joined by
+    an edge of capacity its bytes (0 for inputs and constants, infinite when it must be recomputed); edges of
+    infinite capacity from each operand's `out` to each result's `in`, from the source to the `in` of what must be
+    computed in the forward, and from the `out` of what the backward reads to the sink. `cut(recompute)` sets the
+    capacities for `recompute` and returns the minimum cut; the network keeps its flow from one cut to the next."""
 
     def __init__(self, joint: JointInfo):
         fwd, _, _ = classify(joint)
@@ -106,38 +120,177 @@ class _Graph:
         self.values = {id(v): v for v in joint.primals}
         self.values.update({id(v): v for e in fwd for v in e.outputs})
         self.needed = needed_by_backward(joint)
+        # NOTE: a capacity larger than any cut stands for infinity: no maximum flow saturates it, so the cut is the
+        # one infinite capacities give (and flows stay exact integers)
+        self.bytes = {key: int(v.aval.nbytes) for key, v in self.values.items()}
+        self.inf = 1 + sum(self.bytes.values())
+        self._last = None  # the `cut` the network's flow is for: (recompute, allow_all)
+        self.net = _FlowNetwork(2 + 2 * len(self.values))
+        self.node = {key: 2 + 2 * k for k, key in enumerate(self.values)}  # `in`; `out` is `in + 1`
+        source, sink = 0, 1
+        net, node, inf = self.net, self.node, self.inf
+        self.value_edge, self.source_edge = {}, {}
+        for key in self.values:
+            self.value_edge[key] = net.add(node[key], node[key] + 1)
+            if self._free(key):
+                net.set_capacity(net.add(source, node[key]), inf)
+        for e in fwd:
+            for v in e.outputs:
+                if e.inputs:
+                    self.source_edge[id(v)] = net.add(source, node[id(v)])
+                for a in e.inputs:
+                    if isinstance(a, Var) and id(a) in self.values:
+                        net.set_capacity(net.add(node[id(a)] + 1, node[id(v)]), inf)
+        for v in self.needed:
+            net.set_capacity(net.add(node[id(v)] + 1, sink), inf)
+
+    def _free(self, key) -> bool:
+        return key in self.primal_ids or key not in self.producer  # inputs and constants
 
     def nbytes(self, saved) -> int:
-        return int(sum(v.aval.nbytes for v in saved))
+        return int(sum(self.bytes[id(v)] for v in saved))
 
     def cut(self, recompute: frozenset, allow_all: bool = False) -> list[Var]:
         """The min cut, with the values in `recompute` (ids) forbidden to be saved; with `allow_all`,
         every equation may be recomputed (so only inputs are saved). A `Recompute.NEVER` equation is
-        never recomputed: its results are saved whatever `recompute` and `allow_all` say."""
-        import networkx as nx  # NOTE: imported at the first cut: it costs `import aotjax` 0.2 s
-
-        g = nx.DiGraph()
-        for key, v in self.values.items():
-            free = key in self.primal_ids or key not in self.producer  # inputs and constants
+        never recomputed: its results are saved whatever `recompute` and `allow_all` say. Of the minimum cuts, the
+        one nearest the sink (the values that can still reach the sink in the residual network are not saved)."""
+        if not self.needed:
+            return []
+        last = self._last
+        if last is not None and last[1] == allow_all and last[0] <= recompute:  # NOTE: what changed since, only
+            keys = recompute - last[0]
+            eqns = {id(e): e for key in keys if (e := self.producer.get(key)) is not None}.values()
+        else:
+            keys, eqns = self.values, [e for e in self.fwd if e.inputs]
+        self._last = (recompute, allow_all)
+        net, inf = self.net, self.inf
+        for key in keys:
+            free = self._free(key)
             forced = (key in recompute or allow_all) and not free and not _never_recomputed(self.producer[key])
-            cap = 0.0 if free else (_INF if forced else float(v.aval.nbytes))
-            g.add_edge(("in", key), ("out", key), capacity=cap)
-            if free:
-                g.add_edge("source", ("in", key), capacity=_INF)
-        for e in self.fwd:
+            net.set_capacity(self.value_edge[key], 0 if free else (inf if forced else self.bytes[key]))
+        for e in eqns:
             forced = any(id(v) in recompute for v in e.outputs)
             banned = _never_recomputed(e) or not (allow_all or forced or recomputable(e))
             for v in e.outputs:
-                if banned and e.inputs:
-                    g.add_edge("source", ("in", id(v)), capacity=_INF)
-                for a in e.inputs:
-                    if isinstance(a, Var) and id(a) in self.values:
-                        g.add_edge(("out", id(a)), ("in", id(v)), capacity=_INF)
-        for v in self.needed:
-            g.add_edge(("out", id(v)), "sink", capacity=_INF)
-        if not self.needed:
-            return []
-        _, (reachable, _) = nx.minimum_cut(g, "source", "sink")
-        return [v for key, v in self.values.items()
-                if ("in", key) in reachable and ("out", key) not in reachable]
+                net.set_capacity(self.source_edge[id(v)], inf if banned else 0)
+        net.max_flow()
+        to_sink = net.reaching()
+        node = self.node
+        return [v for key, v in self.values.items() if not to_sink[node[key]] and to_sink[node[key] + 1]]
 
+
+class _FlowNetwork:
+    """A flow network on nodes `0..n-1` (0 the source, 1 the sink) that keeps its flow as capacities change:
+    `set_capacity` lowers an edge's flow with its capacity (the flow it carried withdrawn along its paths from the
+    source and to the sink), `max_flow` augments the
+    current flow to a maximum one (Dinic's algorithm). Edge `2k` is the k-th edge added, `2k + 1` its reverse."""
+
+    def __init__(self, n: int):
+        self.adjacent: list[list[int]] = [[] for _ in range(n)]
+        self.head: list[int] = []  # the node each edge points to
+        self.capacity: list[int] = []
+        self.flow: list[int] = []
+        self.source, self.sink = 0, 1
+
+    def add(self, u: int, v: int) -> int:
+        """A new edge `u -> v` of capacity 0; returns its index."""
+        e = len(self.head)
+        self.adjacent[u].append(e)
+        self.adjacent[v].append(e + 1)
+        self.head += [v, u]
+        self.capacity += [0, 0]
+        self.flow += [0, 0]
+        return e
+
+    def set_capacity(self, e: int, capacity: int) -> None:
+        self.capacity[e] = capacity
+        excess = self.flow[e] - capacity
+        if excess > 0:
+            self._push(e, -excess)
+            self._withdraw(self.head[e], excess, self.sink, 0)
+            self._withdraw(self.head[e ^ 1], excess, self.source, 1)
+
+    def _push(self, e: int, amount: int) -> None:
+        self.flow[e] += amount
+        self.flow[e ^ 1] -= amount
+
+    def _withdraw(self, node: int, amount: int, end: int, parity: int) -> None:
+        """Take `amount` of flow off paths between `node` and `end`: onwards to the sink (`parity` 0: along edges
+        leaving each node) or back to the source (`parity` 1: along the reverses of edges entering it). The network
+        has no flow cycle: it is a forward program's graph."""
+        if node == end:
+            return
+        flow, head = self.flow, self.head
+        while amount > 0:
+            path, u = [], node
+            while u != end:
+                r = next(r for r in self.adjacent[u] if r & 1 == parity and flow[r ^ parity] > 0)
+                path.append(r ^ parity)  # the edge itself, carrying flow
+                u = head[r]
+            step = min(amount, *(flow[e] for e in path))
+            for e in path:
+                self._push(e, -step)
+            amount -= step
+
+    def max_flow(self) -> None:
+        """Augment the flow from node 0 (the source) to node 1 (the sink) until it is maximum."""
+        adjacent, head, capacity, flow = self.adjacent, self.head, self.capacity, self.flow
+        source, sink = self.source, self.sink
+        n = len(adjacent)
+        while True:
+            level = [-1] * n
+            level[source] = 0
+            queue = [source]
+            for u in queue:
+                for e in adjacent[u]:
+                    v = head[e]
+                    if level[v] < 0 and capacity[e] > flow[e]:
+                        level[v] = level[u] + 1
+                        queue.append(v)
+            if level[sink] < 0:
+                return
+            cursor = [0] * n
+            while self._blocking_path(source, sink, level, cursor, adjacent, head, capacity, flow):
+                pass
+
+    def _blocking_path(self, source, sink, level, cursor, adjacent, head, capacity, flow) -> bool:
+        """Push one augmenting path of the level graph (advancing the per-node edge cursors); False if none is left."""
+        path, u = [], source
+        while u != sink:
+            edges = adjacent[u]
+            while cursor[u] < len(edges):
+                e = edges[cursor[u]]
+                v = head[e]
+                if level[v] == level[u] + 1 and capacity[e] > flow[e]:
+                    break
+                cursor[u] += 1
+            else:
+                if u == source:
+                    return False
+                level[u] = -1  # a dead end: never entered again in this phase
+                e = path.pop()
+                u = head[e ^ 1]
+                cursor[u] += 1
+                continue
+            path.append(e)
+            u = v
+        step = min(capacity[e] - flow[e] for e in path)
+        for e in path:
+            self._push(e, step)
+        return True
+
+    def reaching(self) -> list[bool]:
+        """Per node, whether it reaches the sink through edges with capacity left."""
+        adjacent, head, capacity, flow, sink = self.adjacent, self.head, self.capacity, self.flow, self.sink
+        seen = [False] * len(adjacent)
+        seen[sink] = True
+        stack = [sink]
+        while stack:
+            v = stack.pop()
+            for r in adjacent[v]:  # `r` leaves v; its reverse `r ^ 1` enters v from `head[r]`
+                u = head[r]
+                if not seen[u] and capacity[r ^ 1] > flow[r ^ 1]:
+                    seen[u] = True
+                    stack.append(u)
+        return seen

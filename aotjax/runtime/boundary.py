@@ -28,7 +28,7 @@ from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.interpreter import Tracer, below
 from aotjax.core.interpreter import bind as _bind
 from aotjax.core.primitive import all_primitives
-from aotjax.interpreters.eval import read, write
+from aotjax.interpreters.eval import eager_writes, read, write
 from aotjax.interpreters.functionalize import FunctionalStorage, FunctionalTensor, current_value, note_snapshot
 from aotjax.ops._frontend import bind_inplace
 from aotjax.ops.indexing import copy__p
@@ -106,9 +106,14 @@ def group_inputs(leaves: list, scalars: bool = False) -> list[InputGroup]:
     groups: list[InputGroup] = []
     by_key: dict = {}
     for i, x in enumerate(leaves):
-        if isinstance(x, _SCALARS) and not scalars:
-            continue
-        key = views.storage_key(x)
+        if isinstance(x, _SCALARS):
+            if not scalars:
+                continue
+            # NOTE: a scalar is a value, whatever its identity: `f(x, 1000, 1000)` passes one int object twice, and a
+            # later `f(x, 1000, 3)` must not read both from the first.
+            key = ("scalar", i)
+        else:
+            key = views.storage_key(x)
         g = by_key.get(key)
         if g is None:
             g = by_key[key] = InputGroup([x], [[i]], [()])
@@ -359,6 +364,7 @@ def write_back(target, new_base) -> None:
             storage = target._storage
             storage.base, storage.owned = new_base, True
             storage.version += 1
+            eager_writes[0] += 1
             return
         write(target, new_base)
         return

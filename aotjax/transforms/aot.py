@@ -18,6 +18,10 @@ and per set of differentiated inputs, on first differentiation, `_vjp_passes`
     partition          forward + backward programs (`aotjax.partition`)
     lower forward/backward   fw_compiler / bw_compiler, each when its program first runs
 
+Differentiated on eager arguments (`grad(aot(f))(x)`, `value_and_grad`, `vjp`), an aot function runs its cached
+forward and backward executables directly, with no per-call tracing (`aotjax.transforms.aot_grad`); under another
+transform, or where that path does not apply, `aot_call`'s rules run them.
+
 **The signature.** Forward inputs: one primal per input group (the arguments' leaves in
 `jax.tree_util` flatten order; arguments sharing a storage share one synthetic base). Forward outputs:
 the user's new output values, then the written inputs' new values, then the intermediate bases
@@ -73,6 +77,7 @@ from aotjax.ops.calls import AotEntry, AotVJP, Program, aot_call_p
 from aotjax.partition import JointInfo, Partitioned, default_partition
 from aotjax.partition.loops import repartition_loop_bodies
 from aotjax.runtime import boundary, guards
+from aotjax.transforms.aot_grad import differentiate_eagerly
 from aotjax.transforms.aot_shardings import aot_shardings, placed_programs, plain_shardings
 from aotjax.transforms.aot_signature import (  # noqa: F401
     Descriptor,
@@ -84,6 +89,7 @@ from aotjax.transforms.aot_signature import (  # noqa: F401
     _Signature,
     _user_outputs,
 )
+from aotjax.transforms.autodiff import _gc_paused
 from aotjax.transforms.functionalize import Staged, stage_functionalized
 from aotjax.transforms.jit import Jitted, _Entry, _lowered_program, bind_staged
 from aotjax.transforms.joint import compose_joint, linearize_program, transpose_program
@@ -132,6 +138,7 @@ def apply_decompositions(jaxpr: ClosedJaxpr, decompositions: dict) -> ClosedJaxp
 
 
 # -- the pipeline ------------------------------------------------------------------------------------------
+@_gc_paused  # NOTE: a trace's objects live until it ends: see `_gc_paused`
 def _aot_passes(aot: "Aot", args, kwargs) -> "_AotEntry":
     """aot's pipeline for one input signature: what a plain call runs. Differentiation adds
     `_vjp_passes`; each program is compiled (`aot: lower ...`) when it first runs."""
@@ -149,6 +156,7 @@ def _aot_passes(aot: "Aot", args, kwargs) -> "_AotEntry":
     return _AotEntry(staged, pure, plain, aot, shardings)
 
 
+@_gc_paused
 def _vjp_passes(entry: "_AotEntry", wanted: tuple | None) -> "_AotVJP":
     """aot's pipeline under differentiation, once per signature and set of differentiated inputs."""
     aot, name = entry.aot, entry.pure.meta.name or "fn"
@@ -206,6 +214,7 @@ class _AotEntry(AotEntry):
             self.plain.fn, self.plain.checks = self.inference, None  # NOTE: a user compiler runs plain calls too
         placed_programs(self)
         self._vjps: dict = {}
+        self._eager_plans: dict = {}  # (argnums, has_aux) -> the plan of `aot_grad`, or None where it does not apply
 
     def vjp(self, wanted: tuple | None = None) -> "_AotVJP":
         """The forward and backward programs differentiating the inputs marked in `wanted` (default:
@@ -281,6 +290,11 @@ class Aot(Jitted):
         key = (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled)
         entry, leaves = self._live_entry(args, kwargs, key, leaves)
         return bind_staged(entry.staged, leaves, functools.partial(aot_call_p.bind, entry=entry))
+
+    def _differentiate_eagerly(self, args, kwargs, argnums, has_aux):
+        """`grad`/`value_and_grad`/`vjp` of this function on eager arguments, on its cached programs with no
+        tracing; None to take the transform's general path (see `aotjax.transforms.aot_grad`)."""
+        return differentiate_eagerly(self, args, kwargs, argnums, has_aux)
 
     def lower(self, *args, **kwargs) -> "AotLowered":
         """Trace, functionalize, build the joint and partition it for these arguments; nothing runs and

@@ -41,21 +41,38 @@ class PlacedExecutable:
     `output_shardings` are those of the executable compiled last (compiling one for the planned shardings, on the
     default device where none is planned, when none is yet)."""
 
-    def __init__(self, jaxpr: ClosedJaxpr, plan: Plan | None = None):
+    def __init__(self, jaxpr: ClosedJaxpr, plan: Plan | None = None, generation: Callable[[], int] | None = None):
         self.jaxpr = jaxpr
         self._plan = plan or self._free
+        self._generation = generation or (lambda: 0)  # changes when `plan` may answer otherwise
         self._variants: dict = {}  # the inputs' shardings -> the executable compiled for them
+        self._calls: dict = {}  # (shardings, generation) -> (executable, inputs to move, their shardings)
         self._last = None
 
     def _free(self, vals) -> tuple[list, Callable[[list], list]]:
         return [None] * len(self.jaxpr.in_avals), lambda inputs: [None] * len(self.jaxpr.out_avals)
 
     def __call__(self, *vals) -> list:
+        # NOTE: the plan, the executable and the inputs to move depend on the arguments' shardings only: found once
+        # per layout of the arguments, a call then reads each argument's sharding and nothing else
+        have = (tuple(_sharding_of(v) for v in vals), self._generation())
+        found = self._calls.get(have)
+        if found is None:
+            found = self._calls[have] = self._resolve(vals, have[0])
+        compiled, moves, want = found
+        if moves:
+            vals = list(vals)
+            for i in moves:
+                vals[i] = jax.device_put(vals[i], want[i])
+        return list(compiled(*vals))
+
+    def _resolve(self, vals, have: tuple) -> tuple:
         requested, outputs = self._plan(vals)
-        key = tuple(s if s is not None else _sharding_of(v) for s, v in zip(requested, vals, strict=True))
+        key = tuple(s if s is not None else h for s, h in zip(requested, have, strict=True))
         compiled = self._variants.get(key) or self._compile(key, outputs)
         want = compiled.input_shardings[0]
-        return list(compiled(*[v if _placed(v, s) else jax.device_put(v, s) for v, s in zip(vals, want)]))
+        moves = tuple(i for i, (v, s) in enumerate(zip(vals, want)) if not _placed(v, s))
+        return compiled, moves, want
 
     def _compile(self, key: tuple, outputs: Callable[[list], list]):
         structs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s)
@@ -154,7 +171,8 @@ def placed_programs(entry, vjp=None) -> None:
     n_returned = len(forward.jaxpr.out_avals) - len(meta.layout)
     fw = PlacedExecutable(forward.jaxpr, _fixed(requested_in, _outputs_keeping(meta, requested_out, n_returned)))
     _place(forward, fw)
-    _place(backward, PlacedExecutable(backward.jaxpr, lambda vals: _backward_plan(fw, vjp, vals)))
+    _place(backward, PlacedExecutable(backward.jaxpr, lambda vals: _backward_plan(fw, vjp, vals),
+                                      generation=lambda: len(fw._variants)))  # NOTE: a new forward may be the one
 
 
 def _fixed(requested_in: list, outputs: Callable[[list], list]) -> Plan:

@@ -25,12 +25,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from aotjax.core.checks import config, emit_checks
-from aotjax.core.interpreter import Tracer
+from aotjax.core.interpreter import Tracer, staging
 from aotjax.interpreters.batching import vmap_running
 from aotjax.interpreters.eval import read
 from aotjax.lowering.to_jax import CheckedProgram, avals_to_structs, flat_function, xla_compiler
 from aotjax.ops.calls import Program, compiled_call_p
-from aotjax.runtime import boundary, guards
+from aotjax.runtime import boundary, fast_call, guards
 from aotjax.runtime.boundary import GroupKind, OutKind, Slot
 from aotjax.tensor import Tensor
 from aotjax.transforms.argnums import fun_name, normalize_argnums
@@ -54,7 +54,7 @@ class _Entry:
         positions = {entry: i for i, entry in enumerate(meta.layout)}
         self.base_pos = [positions[(Slot.BASE, k)] for k in range(meta.n_bases)]
         self.mutated_pos = [positions[(Slot.MUTATED, g)] for g in meta.mutated]
-        fn = flat_function(staged.jaxpr)
+        fn = fast_call.guard_avals(flat_function(staged.jaxpr), staged.jaxpr.in_avals)
         in_shardings, out_shardings = shardings or (None, None)
         if out_shardings is not None:
             fn = _constrained(fn, out_shardings)
@@ -83,7 +83,7 @@ class _Entry:
         before anything is written back, once the donated inputs have their buffers back."""
         vals = [read_input(leaves[i]) for i, read_input in self.readers]
         if self.donated:
-            _unshare_donated(vals, self.donated)
+            fast_call.unshare_donated(vals, self.donated)
         outs = fn(*vals)
         if self.checks is not None and checked:
             error, outs = outs
@@ -179,16 +179,6 @@ def _reader(g, donated: bool):
     return g.leaves[0][0], read_input
 
 
-def _unshare_donated(vals: list, donated: tuple) -> None:
-    """Copy a donated input whose buffer is also another input of the call (an argument and a snapshot of it that
-    an inner transform captured, say): XLA cannot donate a buffer the same call reads elsewhere."""
-    others = {id(v) for i, v in enumerate(vals) if i not in donated}
-    for i in donated:
-        if id(vals[i]) in others:
-            vals[i] = jnp.copy(vals[i])
-        others.add(id(vals[i]))
-
-
 def _read_storage(x):
     return x._storage.base
 
@@ -224,14 +214,19 @@ class Jitted:
         self.checks = checks
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
         self._cache: dict = {}
+        self._fast: fast_call.FastCall | None = None  # the last compiled call, to repeat (see `_fast_path`)
         self.trace_count = 0
         functools.update_wrapper(self, fun, updated=())  # NOTE: not fun.__dict__: a wrapped Jitted has state
 
-    def _split(self, args, kwargs):
+    def _split(self, args, kwargs, positions: list | None = None):
+        """The call's flat dynamic arguments, their pytree structure and its static arguments as a cache key (the
+        static positions of this call are appended to `positions`, when given)."""
         dyn, statics = args, ()
         if self.static_argnums:
             dyn, static, _ = split_static(args, self.static_argnums, kwargs, self.what, self.fun)
             statics = guards.hashable_statics(tuple(args[i] for i in static), static, self.what)
+            if positions is not None:
+                positions.extend(static)
         leaves, in_tree = jax.tree_util.tree_flatten((dyn, kwargs))
         return leaves, in_tree, statics
 
@@ -242,7 +237,14 @@ class Jitted:
         return self.checks if self.checks is not None else config.checks
 
     def __call__(self, *args, **kwargs):
-        leaves, in_tree, statics = self._split(args, kwargs)
+        fast = self._fast
+        if fast is not None and not kwargs and not staging() and not (
+                self.checks if self.checks is not None else config.checks):
+            out = fast.run(args) if not self.static_argnums else self._fast_static(fast, args)
+            if out is not fast_call.MISS:
+                return out
+        static_pos: list = []
+        leaves, in_tree, statics = self._split(args, kwargs, static_pos)
         signature = guards.call_key(leaves)
         if signature is None or guards.under_transform():
             if vmap_running():
@@ -257,7 +259,32 @@ class Jitted:
                 return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
         key = (in_tree, statics, signature, self.checks_enabled)
         entry, full = self._live_entry(args, kwargs, key, leaves)
-        return entry.run(full, entry.fn)
+        fast_sig = None
+        if not kwargs and entry.checks is None:
+            dyn = tuple(a for i, a in enumerate(args) if i not in static_pos) if static_pos else args
+            fast_sig = fast_call.signature(dyn, entry.staged.implicit)
+        out = entry.run(full, entry.fn)
+        self._fast = None
+        if fast_sig is not None:
+            self._fast = fast_call.FastCall.build(entry.fn, entry.staged.meta, entry.staged.jaxpr, entry.donated,
+                                                  entry.mutated_pos, entry.base_pos, dyn, entry.staged.implicit,
+                                                  fast_sig)
+            if self._fast is not None:
+                self._fast.statics = (len(args), tuple(static_pos), statics)
+        return out
+
+    def _fast_static(self, fast: fast_call.FastCall, args: tuple) -> Any:
+        """`fast.run(dynamic arguments)` for a call whose static arguments are the last call's (equal, of the same
+        types), else `MISS`."""
+        n, positions, statics = fast.statics
+        if len(args) != n:
+            return fast_call.MISS
+        try:
+            if guards.hashable_statics(tuple(args[i] for i in positions)) != statics:
+                return fast_call.MISS
+        except TypeError:  # NOTE: unhashable: the full path says so
+            return fast_call.MISS
+        return fast.run(tuple(a for i, a in enumerate(args) if i not in positions))
 
     def _live_entry(self, args, kwargs, key, leaves) -> tuple[Any, list]:
         """The entry for `key` and the call's flat inputs, captured tensors included (traced again if they no
@@ -301,6 +328,7 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._fast = None
 
     def __repr__(self) -> str:
         options = f", static_argnums={self.static_argnums}" if self.static_argnums else ""

@@ -26,9 +26,11 @@ prints, in order:
                        aot: partition (forward)    the partitioner's forward program
                        aot: partition (backward)   and backward program
                        aot: lower forward          (the compiler, as the forward first runs)
-                       grad: linearize (linear)    grad's, its linear program one `aot_lin`
                        aot: lower backward         (as the backward first runs)
-                       grad: transpose             grad's backward: the compiled backward, called
+                       On eager arguments grad runs aot's two programs directly and has no pass of its own. Where
+                       it traces the call (under another transform), `grad: linearize (linear)` (its linear program,
+                       one `aot_lin`) comes before `aot: lower backward`, and `grad: transpose` (the compiled
+                       backward, called) after it.
 
 `vjp` and `linearize` print grad's passes under their own names (`vjp: linearize`), `value_and_grad`
 as `grad`; a `checkpoint` region prints `checkpoint: functionalize` (the region) each time it is staged.

@@ -81,8 +81,9 @@ def test_factories_equal_torch_eagerly_and_under_jit(name, f, tf, x):
 
 
 def test_factory_errors():
-    with pytest.raises(UnsupportedError, match="empty_strided: only contiguous strides"):
-        aotjax.empty_strided((2, 3), (1, 2))
+    with pytest.raises(UnsupportedError, match="empty_strided: only strides that cover the tensor densely"):
+        aotjax.empty_strided((2, 3), (4, 1))  # a gap between rows
+    assert aotjax.empty_strided((2, 3), (1, 2)).stride() == torch.empty_strided((2, 3), (1, 2)).stride()
     with pytest.raises(TypeError, match="tril_indices: dtype must be an integer dtype"):
         aotjax.tril_indices(2, 2, dtype=aotjax.float32)
     assert aotjax.empty_strided((1, 3), (7, 1)).shape == (1, 3)  # a size-1 dim's stride is free, as in torch

@@ -315,10 +315,15 @@ def test_in_place_ops_write_through_views():
     np.testing.assert_array_equal(x.numpy(), expected)
 
 
-def test_traced_boolean_index_put_is_a_clear_error():
+def test_traced_boolean_index_put_is_a_masked_write():
     def f(x):
-        x.index_put_((x > 0,), T(np.float32(2.0)))  # the mask depends on a traced value
+        x.index_put_((x > 0,), T(np.float32(2.0)))  # the mask depends on a traced value: a masked write
         return x
 
+    np.testing.assert_array_equal(aotjax.jit(f)(T(X)).numpy(), np.where(X > 0, 2.0, X))
+
+    def g(x):  # a value that does not broadcast over the selected elements needs their number
+        return x.index_put_((x > 0,), T(np.ones(5, np.float32)))
+
     with pytest.raises(UnsupportedError, match=r"index_put_: boolean mask.*where\(mask"):
-        aotjax.make_jaxpr(f)(T(X))
+        aotjax.make_jaxpr(g)(T(X))
