@@ -6,6 +6,7 @@ import aotjax.masked as masked  # noqa: F401  (the public torch.masked namespace
 import aotjax.nn as nn  # noqa: F401  (the package; `from aotjax.ops import *` brings the aotjax.ops.nn module)
 import aotjax.optim as optim  # noqa: F401
 import aotjax.partition as partition  # noqa: F401
+import aotjax.signal as signal  # noqa: F401  (the public torch.signal namespace: windows)
 import aotjax.special as special  # noqa: F401  (the public torch.special namespace)
 from aotjax import lax  # noqa: F401,E402
 from aotjax.core import ClosedJaxpr, Jaxpr, ShapedArray, eval_jaxpr, typecheck

@@ -48,6 +48,19 @@ from aotjax.ops.decompositions import (  # noqa: F401
     vecdot,
     vector_norm,
 )
+from aotjax.ops.extra_linalg import LINALG as _EXTRA
+from aotjax.ops.extra_linalg import (  # noqa: F401
+    LUFactorExResult,
+    SolveExResult,
+    cond,
+    diagonal,
+    householder_product,
+    lu_factor_ex,
+    solve_ex,
+    tensorinv,
+    tensorsolve,
+    vander,
+)
 from aotjax.ops.linalg import matmul  # noqa: F401
 
-__all__ = LINALG + ["matmul"]
+__all__ = LINALG + ["matmul"] + _EXTRA

@@ -9,6 +9,8 @@ tensor([0.5])
 """
 from aotjax.ops.elementwise import erf, expm1, log1p, round  # noqa: F401
 from aotjax.ops.elementwise import sigmoid as expit  # noqa: F401
+from aotjax.ops.extra_special import igamma as gammainc  # noqa: F401
+from aotjax.ops.extra_special import igammac as gammaincc  # noqa: F401
 from aotjax.ops.nn import log_softmax, softmax  # noqa: F401
 from aotjax.ops.pointwise import (  # noqa: F401
     bessel_j0,
@@ -43,4 +45,4 @@ from aotjax.ops.special_ops import __all__ as _special_ops
 __all__ = ["bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1",
            "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",
            "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy",
-           "zeta"] + _special_ops
+           "zeta", "gammainc", "gammaincc"] + _special_ops

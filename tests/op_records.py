@@ -590,4 +590,5 @@ from tests.op_records_linalg import RECORDS as _LINALG; RECORDS += _LINALG  # no
 from tests.op_records_conv import RECORDS as _CONV; RECORDS += _CONV  # noqa: E402, E702, I001
 from tests.op_records_pointwise import RECORDS as _POINTWISE; RECORDS += _POINTWISE  # noqa: E402, E702, I001
 from tests.op_records_shape import RECORDS as _SHAPE; RECORDS += _SHAPE  # noqa: E402, E702, I001
+from tests.op_records_extra import RECORDS as _EXTRA; RECORDS += _EXTRA  # noqa: E402, E702, I001
 from tests.op_records_fft import RECORDS as _FFT; RECORDS += _FFT  # noqa: E402, E702, I001

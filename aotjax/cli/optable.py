@@ -79,6 +79,13 @@ FAMILIES: dict[str, Family | None] = {
     "pooling": Family("pooling", "`return_indices`; `unfold fold` (im2col)"),
     "resampling": Family("resampling", "`pad` (constant reflect replicate circular), `interpolate` (nearest "
                          "nearest-exact linear bilinear bicubic trilinear area, `align_corners`)"),
+    "extra_nn": Family("nn (more)", "`ctc_loss` (padded or concatenated targets; a `scan` over time, its exact "
+                       "derivative: torch's backward assumes a `log_softmax` before it); `max_unpool*` "
+                       "(`output_size=`); `upsample_*` aliases of `interpolate`; `grid_sample` 4-D and 5-D "
+                       "(bilinear nearest; zeros border reflection)"),
+    "extra_special": Family("elementwise (special, more)", "`igamma igammac` (also `special.gammainc gammaincc`) "
+                            "differentiable in `other` only, as torch; `frexp` returns (mantissa, int32 exponent)"),
+    "extra_linalg": None,  # aotjax.linalg's functions: its namespace row
     "complex_numbers": Family("complex", "`Tensor.real`/`.imag` (settable), `conj`, `view_as_real`, `view_as_complex`, "
                               "`mH`/`H`: views as in torch (writes go through; strides in real elements); elementwise "
                               "ops, `sum mean prod var std matmul eq ne` take complex; ordering ops, extrema and sorts "
@@ -101,6 +108,7 @@ NAMESPACES: dict[str, str] = {
                      "results as torch",
     "aotjax.fft": "torch's `n`/`s`, `dim`, `norm`; `aotjax.stft istft` (`Tensor.stft istft`; `return_complex=True`); "
                   "the transforms are `from_jax` primitives",
+    "aotjax.signal.windows": "constants of the length `M` (computed in float64 with NumPy); `sym=`",
     "aotjax.random": "JAX-style explicit keys",
     "aotjax.lax": "JAX's control flow on tensors; collectives over named axes",
     "aotjax.func": "`torch.func`'s, for modules under transforms",

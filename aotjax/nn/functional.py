@@ -37,6 +37,22 @@ from aotjax.ops.activations import (  # noqa: F401
 )
 from aotjax.ops.conv import FUNCTIONAL as _CONV
 from aotjax.ops.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: F401
+from aotjax.ops.extra_nn import FUNCTIONAL as _EXTRA
+from aotjax.ops.extra_nn import (  # noqa: F401
+    affine_grid,
+    bilinear,
+    channel_shuffle,
+    ctc_loss,
+    grid_sample,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+    multilabel_margin_loss,
+    pdist,
+    triplet_margin_with_distance_loss,
+    upsample_bilinear,
+    upsample_nearest,
+)
 from aotjax.ops.linalg import linear  # noqa: F401
 from aotjax.ops.losses import FUNCTIONAL as _LOSSES
 from aotjax.ops.losses import (  # noqa: F401
@@ -106,7 +122,7 @@ from aotjax.ops.pooling import (  # noqa: F401
 from aotjax.ops.resampling import FUNCTIONAL as _RESAMPLING
 from aotjax.ops.resampling import interpolate, pad, pixel_shuffle, pixel_unshuffle, upsample  # noqa: F401
 
-__all__ = list(FUNCTIONAL) + _CONV + _POOLING + _RESAMPLING + _ACTIVATION_FNS + _LOSSES + _NORMALIZATION
+__all__ = list(FUNCTIONAL) + _CONV + _POOLING + _RESAMPLING + _ACTIVATION_FNS + _LOSSES + _NORMALIZATION + _EXTRA
 
 # Activations are elementwise ops of `aotjax` itself; `F.relu(x)` is `aotjax.relu(x)`, as in PyTorch.
 _ACTIVATIONS = ("relu", "gelu", "silu", "sigmoid", "tanh", "relu_", "silu_")

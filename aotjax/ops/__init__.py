@@ -13,6 +13,9 @@ from aotjax.ops import (
     decompositions,
     distributions,
     elementwise,
+    extra_linalg,  # noqa: F401  (aotjax.linalg's names only)
+    extra_nn,
+    extra_special,
     factories,
     fft,
     generator,
@@ -48,6 +51,8 @@ from aotjax.ops.creation import *  # noqa: F403
 from aotjax.ops.decompositions import *  # noqa: F403
 from aotjax.ops.distributions import *  # noqa: F403
 from aotjax.ops.elementwise import *  # noqa: F403
+from aotjax.ops.extra_nn import *  # noqa: F403
+from aotjax.ops.extra_special import *  # noqa: F403
 from aotjax.ops.factories import *  # noqa: F403
 from aotjax.ops.fft import *  # noqa: F403
 from aotjax.ops.generator import *  # noqa: F403
@@ -82,6 +87,7 @@ __all__ += [name for family in (activations, losses, normalization) for name in 
 __all__ += distributions.__all__ + factories.__all__
 __all__ += arrangement.__all__
 __all__ += misc_ops.__all__
+__all__ += extra_nn.__all__ + extra_special.__all__
 __all__ += complex_numbers.__all__
 __all__ += fft.__all__
 __all__ += special_ops.TOP_LEVEL

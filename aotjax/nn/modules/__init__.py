@@ -5,6 +5,8 @@ from aotjax.nn.modules.container import ModuleDict, ModuleList, Sequential
 from aotjax.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from aotjax.nn.modules.dropout import Dropout
 from aotjax.nn.modules.embedding_bag import EmbeddingBag
+from aotjax.nn.modules.extra import *  # noqa: F403
+from aotjax.nn.modules.extra import __all__ as _EXTRA
 from aotjax.nn.modules.groupnorm import *  # noqa: F403
 from aotjax.nn.modules.groupnorm import __all__ as _GROUPNORM
 from aotjax.nn.modules.linear import Identity, Linear
@@ -41,3 +43,4 @@ __all__ = ["Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "BatchNorm
            "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Flatten", "Unflatten",
            "Upsample", "ZeroPad2d"]
 __all__ += _NONLINEARITY + _LOSS + _GROUPNORM + ["EmbeddingBag"]
+__all__ += _EXTRA
