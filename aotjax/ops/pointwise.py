@@ -437,7 +437,7 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     """
     x = as_tensor(x)
     if category(x.dtype) < _FLOAT:
-        return add(x, 0)
+        return x.clone()  # NOTE: a copy of the same dtype (bool stays bool)
     info = np.finfo(x.dtype)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf

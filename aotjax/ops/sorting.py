@@ -390,6 +390,8 @@ def _median(op: str, result, x, dim, keepdim: bool, ignore_nan: bool):
         x, dim = x.reshape(-1), 0
     axis = canonical_dim(dim, x.ndim, op)
     n = x.shape[axis] if x.ndim else 1
+    if n == 0 and flat and category(x.dtype) >= _FLOAT:
+        return full((), math.nan, dtype=x.dtype)  # NOTE: torch's median of no element
     if n == 0:
         raise ShapeError(f"{op}: cannot compute the median of an empty dimension{_where()}")
     values, indices = _sort(x, axis, False)

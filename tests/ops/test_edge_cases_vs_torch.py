@@ -57,6 +57,9 @@ CASES = {
     "unsqueeze_select_0d": (lambda m, x: (x.unsqueeze(-1), x.unsqueeze(0).select(-1, 0)), [[S]], ""),
     # empty tensors and empty reduction dims
     "softmax_empty_dim": (lambda m, x: (m.softmax(x, 1), m.log_softmax(x, -1), m.softmax(x, 0)), [[E2]], "jit vjp"),
+    "median_empty": (lambda m, x: (m.median(x), m.nanmedian(x)), [[E]], "jit"),
+    "median_empty_dim": (lambda m, x: m.median(x, 1).values, [[E2]], ""),
+    "nan_to_num_keeps_int_and_bool": (lambda m, x, b: (m.nan_to_num(x), m.nan_to_num(b)), [[I2, B]], ""),
     "logsumexp_empty_dim": (lambda m, x: (m.logsumexp(x, 1), m.logsumexp(x, -1, keepdim=True)), [[E2]], "jit"),
     "reductions_empty": (lambda m, x: (x.sum(), x.prod(), x.mean(), x.nansum(), x.all(), x.any(),
                                        m.count_nonzero(x)), [[E], [E2]], "jit"),
