@@ -70,6 +70,14 @@ PROGRAM = textwrap.dedent("""
     cols = NamedSharding(mesh, P(None, "data"))
     g = aotjax.jit(aotjax.vmap(aotjax.grad(lambda v: aotjax.lax.with_sharding_constraint(v * v, cols).sum())))
     np.testing.assert_allclose(g(aotjax.ones(2, 4, 16)).numpy(), np.full((2, 4, 16), 2.0))
+
+    # Tensor.to(sharding); writes through views of a sharded tensor, eagerly and jitted, keep its sharding
+    t = aotjax.arange(16.0).reshape(8, 2).to(rows)
+    assert t.sharding == rows and t.to(rows) is t
+    t[2:6].mul_(10)
+    aotjax.jit(lambda a: a[1:3].add_(1))(t)
+    np.testing.assert_allclose(t[:, 0].numpy(), [0, 3, 41, 60, 80, 100, 12, 14])
+    assert t.sharding == rows, t.sharding
     print("ok")
 """)
 

@@ -25,6 +25,7 @@ from jax import lax
 
 from aotjax.core import source_info
 from aotjax.core.errors import DTypeError
+from aotjax.core.interpreter import Tracer
 from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, is_differentiable, unbroadcast
@@ -91,7 +92,8 @@ def to(x, *args, dtype=None, device=None, non_blocking: bool = False, copy: bool
     """`x` converted to `dtype`, placed on `device` and laid out in `memory_format`, as `torch.Tensor.to`:
     `x.to(dtype)`, `x.to(device, dtype)`, `x.to(other)` (its dtype and device), keywords likewise. `x` itself when
     nothing changes, unless `copy=True`, which always gives a new tensor. A device is a `jax.Device`, `'cpu'`,
-    `'cpu:0'` or another name `aotjax.device` reads; under a transform the placement follows the arguments.
+    `'cpu:0'` or another name `aotjax.device` reads, or a `jax.sharding.Sharding` that lays `x` out over a mesh (as
+    `aotjax.device_put`); under a transform the placement follows the arguments.
 
     >>> aotjax.tensor([1.7, -1.7]).to(aotjax.int8)
     tensor([ 1, -1], dtype=int8)
@@ -108,7 +110,8 @@ def to(x, *args, dtype=None, device=None, non_blocking: bool = False, copy: bool
             device = a
         elif not isinstance(a, bool):
             dtype = a
-    dev = to_device(device, "to")
+    sharding = device if isinstance(device, jax.sharding.Sharding) else None  # NOTE: laid out over a mesh
+    dev = None if sharding is not None else to_device(device, "to")
     out = x
     if dtype is not None:
         new_dtype = to_dtype(dtype, "to")
@@ -119,13 +122,24 @@ def to(x, *args, dtype=None, device=None, non_blocking: bool = False, copy: bool
     fmt = "preserve" if memory_format is None else format_name(memory_format, "to")
     if fmt != "preserve" and (out is not x or suggest_format(tuple(x.shape), x.stride()) != fmt):
         out = _clone(out, memory_format)  # NOTE: as torch, x itself when its strides suggest the format
-    out = place(out, dev)
+    out = place(out, dev) if sharding is None else _laid_out(out, sharding)
     return _clone(x) if copy and out is x else out
+
+
+def _laid_out(x, sharding):
+    """`x` laid out by `sharding` (`x` itself when it is already, or traced: a program's layout follows its arguments',
+    or `aotjax.lax.with_sharding_constraint`)."""
+    if isinstance(x, Tracer) or x.sharding == sharding:
+        return x
+    from aotjax.ops.creation import device_put  # NOTE: lazy: the creation family is defined after this one
+
+    return device_put(x, sharding)
 
 
 def _is_device(a) -> bool:
     """Whether a positional argument of `to` names a device (a string, a jax or torch device, an index)."""
-    return isinstance(a, (str, int, jax.Device)) and not isinstance(a, bool) or type(a).__name__ == "device"
+    return (isinstance(a, (str, int, jax.Device, jax.sharding.Sharding)) and not isinstance(a, bool)
+            or type(a).__name__ == "device")
 
 
 def _clone(x, memory_format=None):
