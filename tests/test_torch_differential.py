@@ -42,6 +42,7 @@ from tests.op_records import (
     sample,
 )
 from tests.op_records_conv import RECORDS as _CONV_RECORDS
+from tests.op_records_extra import RECORDS as _EXTRA_RECORDS
 from tests.op_records_fft import RECORDS as _FFT_RECORDS
 from tests.op_records_linalg import RECORDS as _LINALG_RECORDS
 from tests.op_records_pointwise import RECORDS as _POINTWISE_RECORDS
@@ -298,8 +299,9 @@ def _cases(r: OpRecord) -> list[tuple]:
 
 
 # NOTE: the family tables appended to RECORDS have differential tests of their own against torch, with torch's
-# calls written out (tests/ops/test_{conv,linalg,elementwise,shape,complex,fft}_vs_torch.py)
-_OWN_TESTS = {id(r) for r in _CONV_RECORDS + _LINALG_RECORDS + _POINTWISE_RECORDS + _SHAPE_RECORDS + _FFT_RECORDS}
+# calls written out (tests/ops/test_{conv,linalg,elementwise,shape,complex,fft,extra}_vs_torch.py)
+_OWN_TESTS = {id(r) for r in _CONV_RECORDS + _LINALG_RECORDS + _POINTWISE_RECORDS + _SHAPE_RECORDS + _FFT_RECORDS
+               + _EXTRA_RECORDS}
 CASES = [(r, dt, lay) for r in RECORDS if id(r) not in _OWN_TESTS for dt, lay in _cases(r)]
 
 

@@ -111,7 +111,10 @@ class PlacedExecutable:
 
 
 def _sharding_of(v):
-    return v.sharding if isinstance(v, jax.Array) else None
+    """The sharding a program compiles `v`'s input for: a committed array's (placed by the user: `device_put`, a
+    sharded result); None for an uncommitted one (made on the default device, free to move, as `jax.jit` treats it:
+    a program over a mesh, a `shard_map`, takes it where it needs it)."""
+    return v.sharding if isinstance(v, jax.Array) and v.committed else None
 
 
 def _placed(v, sharding) -> bool:
