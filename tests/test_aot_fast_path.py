@@ -19,6 +19,8 @@ import aotjax
 from aotjax.core.errors import ShapeError
 from tests.helpers import FLOAT, assert_trees_close, copy_tree
 
+pytestmark = pytest.mark.x32_only  # NOTE: independent of the float width: not run again in the x64 pass
+
 
 def _t(*shape, scale=0.1, offset=0.0, dtype=FLOAT):
     n = int(np.prod(shape))

@@ -6,6 +6,8 @@ from aotjax import ops
 from aotjax.core import Kind, all_primitives
 from aotjax.interpreters.lowering import lowering_rules
 
+pytestmark = pytest.mark.x32_only  # NOTE: independent of the float width: not run again in the x64 pass
+
 PRIMS = all_primitives()
 
 # The Tensor methods the README documents ("Supported ops"), with PyTorch's names. Each op family installs its

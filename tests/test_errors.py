@@ -9,6 +9,8 @@ import pytest
 import aotjax
 from aotjax.core.errors import AliasingError, ConcretizationError, DTypeError, ShapeError, UnsupportedError
 
+pytestmark = pytest.mark.x32_only  # NOTE: independent of the float width: not run again in the x64 pass
+
 
 def _next_line() -> int:
     """The line number after the caller's current line: where the statement under test is."""

@@ -11,6 +11,8 @@ from aotjax.runtime import guards
 
 from .helpers import FLOAT
 
+pytestmark = pytest.mark.x32_only  # NOTE: independent of the float width: not run again in the x64 pass
+
 
 @pytest.fixture
 def full_keys(monkeypatch):

@@ -1,6 +1,8 @@
 """Imports point one way: core <- tensor <- interpreters <- ops <- lowering/runtime/transforms/partition <-
 nn/cli/the package. Every module's imports are read from its AST (imports inside functions included); an
 import of a higher layer must be lazy (inside a function) and carry a `# NOTE:` comment, on its line or
+
+pytestmark = pytest.mark.x32_only  # NOTE: independent of the float width: not run again in the x64 pass
 the line before, that says why it must run back up."""
 import ast
 import os

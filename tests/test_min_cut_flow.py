@@ -19,6 +19,8 @@ from aotjax.partition.min_cut import choose_saved, flops, recomputable
 from aotjax.partition.split import classify, needed_by_backward
 from tests.helpers import FLOAT
 
+pytestmark = pytest.mark.x32_only  # NOTE: independent of the float width: not run again in the x64 pass
+
 
 # -- the reference: every cut solved from scratch by networkx ------------------------------------------------------
 def _never(e) -> bool:

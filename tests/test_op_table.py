@@ -10,6 +10,8 @@ from aotjax.cli import optable
 from aotjax.core.errors import UnsupportedError
 from aotjax.ops.unsupported import UNSUPPORTED, UnsupportedOpError
 
+pytestmark = pytest.mark.x32_only  # NOTE: independent of the float width: not run again in the x64 pass
+
 
 @pytest.fixture(scope="module")
 def rows():

@@ -14,6 +14,8 @@ from aotjax.core.typecheck import JaxprTypeError
 from aotjax.ops.elementwise import sin_p
 from aotjax.transforms.passes import run_pass
 
+pytestmark = pytest.mark.x32_only  # NOTE: independent of the float width: not run again in the x64 pass
+
 _HEADER = re.compile(r"^--- aotjax pass: (.+) ---$", re.MULTILINE)
 
 

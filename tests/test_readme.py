@@ -4,6 +4,10 @@ import io
 import os
 import re
 
+import pytest
+
+pytestmark = pytest.mark.x32_only  # NOTE: independent of the float width: not run again in the x64 pass
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
