@@ -214,3 +214,16 @@ def directional_derivative(fn, bases, direction, eps):
     plus = fn([b + eps * d for b, d in zip(bases, direction)])
     minus = fn([b - eps * d for b, d in zip(bases, direction)])
     return (float(plus) - float(minus)) / (2 * eps)
+
+
+def run_on_eight_devices(program: str) -> None:
+    """Run `program` (Python source ending by printing "ok") in a fresh process with 8 simulated CPU devices (the
+    device count is fixed when jax starts) and check that it got there."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().endswith("ok"), proc.stdout

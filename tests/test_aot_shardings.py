@@ -2,9 +2,6 @@
 (batch-polymorphic) export of functions and of aot's forward/backward pair, and the errors of exported calls."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -13,6 +10,7 @@ import pytest
 
 import aotjax
 from aotjax.core.errors import UnsupportedError
+from tests.helpers import run_on_eight_devices
 from tests.op_records import as_np
 
 PROGRAM = textwrap.dedent("""
@@ -96,10 +94,7 @@ PROGRAM = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_aot_shardings_on_eight_devices():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip().endswith("ok")
+    run_on_eight_devices(PROGRAM)
 
 
 def test_aot_shardings_on_one_device():

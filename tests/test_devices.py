@@ -4,15 +4,13 @@ parameters replicated, the gradient's all-reduce left to XLA) equal to the singl
 parameters keeping their sharding."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import jax
 import pytest
 
 import aotjax
+from tests.helpers import run_on_eight_devices
 
 PROGRAM = textwrap.dedent("""
     import numpy as np, jax
@@ -84,10 +82,7 @@ PROGRAM = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_a_data_parallel_step_on_eight_devices_equals_one_device():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip().endswith("ok")
+    run_on_eight_devices(PROGRAM)
 
 
 def test_jit_shardings_on_one_device_and_their_errors():

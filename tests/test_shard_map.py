@@ -5,9 +5,6 @@ write of an argument inside the body; a tensor-parallel MLP trained on 8 simulat
 the one device this process has."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -18,6 +15,7 @@ from jax.sharding import PartitionSpec as P
 
 import aotjax
 from aotjax.core.errors import ShapeError, UnsupportedError
+from tests.helpers import run_on_eight_devices
 
 PROGRAM = textwrap.dedent("""
     import numpy as np, jax, jax.numpy as jnp
@@ -176,10 +174,7 @@ PROGRAM = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_shard_map_on_eight_devices():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip().endswith("ok")
+    run_on_eight_devices(PROGRAM)
 
 
 MESH = Mesh(np.array(jax.devices()[:1]), ("i",))
