@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 
 from aotjax.core.avals import ShapedArray, default_int_dtype
+from aotjax.core.call_epoch import epoch as call_epoch
 from aotjax.core.interpreter import Tracer
 from aotjax.core.primitive import Primitive
 from aotjax.core.source_info import where
@@ -64,13 +65,15 @@ class Tensor:
     # -- construction (internal) ------------------------------------------------------------
     def _init_slots(self, aval: ShapedArray | None, strides: tuple | None = None, offset: int = 0,
                     storage=None, chain=()) -> None:
-        """Set every slot of a new tensor: what each interpreter's tracer `__init__` starts with."""
+        """Set every slot of a tensor: what each interpreter's tracer `__init__` starts with, and how an existing
+        tensor takes another's data in place (which advances `call_epoch`)."""
         self._storage = storage
         self._chain = chain
         self._aval = aval
         self._strides = strides
         self._offset = offset
         self._cache = None
+        call_epoch[0] += 1
 
     @classmethod
     def _wrap(cls, array, owned: bool = True) -> "Tensor":
@@ -102,6 +105,7 @@ class Tensor:
         self._chain = self._chain + (ViewStep.make(view_prim, params),)
         self._aval = aval
         self._cache = None
+        call_epoch[0] += 1
         return self
 
     # -- metadata ------------------------------------------------------------------------------

@@ -201,3 +201,82 @@ def test_the_fast_path_keeps_no_argument_data_alive():
     gc.collect()
     assert storage() is None
     assert float(f(aotjax.ones(8))) == 16.0
+
+
+def _scaled_rows(x):
+    x.mul_(2)
+    return x[0].clone(), x.is_contiguous()
+
+
+@pytest.mark.parametrize("change", ["t_", "unsqueeze_", "out= resize", "Module.to(dtype)"])
+def test_the_same_tensor_object_changed_in_place_between_calls_misses(change):
+    """The fast path compares a repeated call's tensors by identity: a tensor whose storage, layout, shape or dtype
+    changed in place since (the same object) is checked again, and the call gives eager's results."""
+    f = aotjax.jit(_scaled_rows)
+    if change == "Module.to(dtype)":
+        lin = aotjax.nn.Linear(3, 2)
+        x = lin.weight
+    else:
+        x = aotjax.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    f(x)
+    f(x)
+    if change == "t_":
+        x.t_()
+    elif change == "unsqueeze_":
+        x.unsqueeze_(0)
+    elif change == "out= resize":
+        with pytest.warns(UserWarning, match="resized"):
+            aotjax.add(aotjax.ones(4), 1, out=x)
+    else:
+        lin.half()
+    expected_x = x.clone()
+    expected_row, expected_contiguous = _scaled_rows(expected_x)
+    row, contiguous = f(x)
+    assert row.shape == expected_row.shape and row.dtype == expected_row.dtype
+    np.testing.assert_allclose(row.numpy(), expected_row.numpy())
+    np.testing.assert_allclose(x.numpy(), expected_x.numpy())
+    assert contiguous == expected_contiguous
+    assert x.stride() == expected_x.stride()
+
+
+def test_a_call_staged_in_one_thread_while_another_thread_calls_the_same_function():
+    """While one thread traces (its call on eager tensors is staged into its program), another's calls run; the
+    tracing thread's call is never taken by the fast path."""
+    import threading
+
+    f = aotjax.jit(lambda x: (x * 2).sum())
+    x, y = aotjax.ones(3), aotjax.full((3,), 2.0)
+    f(x)
+    f(x)
+    tracing, called = threading.Event(), threading.Event()
+    seen = []
+
+    def traced():
+        tracing.set()
+        assert called.wait(10)
+        return f(x)
+
+    def other():
+        assert tracing.wait(10)
+        seen.extend(float(f(t)) for t in (y, y, x, x))  # calls of this thread while the other one traces
+        called.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    jaxpr = aotjax.make_jaxpr(traced)()
+    thread.join()
+    assert seen == [12.0, 12.0, 6.0, 6.0]
+    assert "mul" in str(jaxpr)  # staged, not computed by the last call's program
+
+
+def test_setting_the_config_is_seen_by_the_next_call():
+    pick = aotjax.jit(lambda x, i: x[i])
+    x, i = aotjax.ones(3), aotjax.tensor([3])
+    pick(x, aotjax.tensor([1]))
+    pick(x, i)  # unchecked: some value, no error
+    aotjax.config.checks = True
+    try:
+        with pytest.raises(IndexError, match="out of bounds"):
+            pick(x, i)  # the very same tensors as the last call
+    finally:
+        aotjax.config.checks = False

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from aotjax.core import call_epoch
+
 __all__ = ["Config", "config", "emit_checks", "checks_emitted", "CheckRecord", "lowering_checks", "check_record"]
 
 
@@ -32,6 +34,10 @@ class Config:
     """
 
     checks: bool = field(default_factory=lambda: os.environ.get("AOTJAX_CHECKS", "0") not in ("", "0"))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        call_epoch.advance()  # NOTE: a compiled call's fast path looks at its checks again
 
     def compilation_cache(self, directory: str | None, min_compile_time_secs: float = 0.0) -> None:
         """Keep compiled programs in `directory` (JAX's persistent compilation cache; None turns it off), so a

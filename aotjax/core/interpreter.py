@@ -16,6 +16,7 @@ import threading
 from contextlib import contextmanager
 from typing import Any
 
+from aotjax.core import call_epoch
 from aotjax.core.errors import AotjaxError, ConcretizationError
 from aotjax.core.primitive import Kind, Primitive
 from aotjax.core.source_info import where
@@ -140,6 +141,7 @@ def new_main(trace_type: type, global_data: Any = None, dynamic: bool = False):
     prev_grad = state.grad_enabled
     if trace_type.enables_grad:
         state.grad_enabled = True
+    call_epoch.transform_entered()
     try:
         yield main
     finally:
@@ -147,6 +149,7 @@ def new_main(trace_type: type, global_data: Any = None, dynamic: bool = False):
         state.dynamic = prev_dynamic
         state.stack.pop()
         main.active = False
+        call_epoch.transform_left()
 
 
 @contextmanager

@@ -317,8 +317,7 @@ def _resize_out(op: str, out: Tensor, shape: tuple) -> None:
                       f"which does not match the required output shape {list(shape)}. Pass an out of the right "
                       f"shape, or one with zero elements, to silence this warning.", UserWarning,
                       stacklevel=user_stacklevel())
-    out._storage = Storage(jax.numpy.zeros(shape, out.dtype))
-    out._chain, out._aval, out._strides, out._offset, out._cache = (), None, None, 0, None
+    out._init_slots(None, storage=Storage(jax.numpy.zeros(shape, out.dtype)))
 
 
 # NOTE: the `aotjax.X` ops that take `out=` (as torch's do); `aotjax.ops` replaces each by its `out_variant`.

@@ -1,33 +1,40 @@
-"""The fast path of a compiled call: the last call's signature, checked with a few list comparisons.
+"""The fast path of a compiled call: the last call's tensors, compared by identity.
 
 `guards.call_key` builds a call's whole signature (per leaf its shape, dtype, PyTorch layout and aliasing) at a few
 hundred nanoseconds per argument. A loop calling a compiled step mostly repeats the last call: the same pytree
-structure (positional Tensors and Python scalars, no keyword), the same storages or storages of the same shapes
-and dtypes, the same layouts, no two arguments sharing memory. A `FastCall` remembers, for the entry that call
-ran, the last call's `(storage, view chain, strides, offset)` per tensor argument (captured tensors after them;
-the storages by weak reference, so that no argument's data is kept alive)
-and what the boundary does with the program's results, precomputed: which inputs it reads how, which buffers it
-donates, which inputs take which new bases, how the outputs are built. A call whose signature compares equal runs
-the program directly; one whose storages changed (a new batch) is checked once per changed tensor (its base's
-shape and dtype), then all storages distinct; anything else (a new type, layout, aliasing, a keyword, a tracer)
-is a miss, and the caller takes the full path, which traces again if it must.
+structure (positional Tensors and Python scalars, no keyword), the same tensor objects or tensors of the same
+shapes, dtypes and layouts, no two arguments sharing memory. A `FastCall` remembers, for the entry that call ran,
+the last call's tensor arguments (by weak reference, so that no argument's data is kept alive), their layouts
+`(view chain, strides, offset)`, shapes and dtypes, and what the boundary does with the program's results,
+precomputed: which inputs it reads how, which buffers it donates, which inputs take which new bases, how the
+outputs are built. A call passing the very same tensor objects runs the program directly; one passing other
+tensors (a new batch) has those checked once (layout, shape, dtype), then all storages distinct; anything else (a
+new type, a keyword, a tracer, a changed layout or aliasing) is a miss, and the caller takes the full path, which
+traces again if it must.
 
-Two facts make the comparison enough: a storage's base keeps its shape and dtype for the storage's life (writes
-check it; the program compiled for an entry refuses, when jax would trace it again, inputs of other shapes or
-dtypes: `guard_avals`), and the buffers of the last call's arguments were checked not to be shared by a donated
-input then; they are checked again whenever some storage has been given a new base since
-(`aotjax.interpreters.eval.eager_writes`), or when the program may return one of its inputs as a new base.
+Three facts make the identity comparison enough:
+- a tensor object keeps its storage and layout unless one of them is set again, which counts in
+  `aotjax.tensor.relayouts` (a metadata mutation such as `t_()`, `Module.to(dtype)`, an `out=` resized): any such
+  change, to any tensor, sends the next call through the check by value;
+- a storage's base keeps its shape and dtype for the storage's life (writes check it; the program compiled for an
+  entry refuses, when jax would trace it again, inputs of other shapes or dtypes: `guard_avals`);
+- the buffers of the last call's arguments were checked not to be shared by a donated input then; they are
+  checked again whenever some storage has been given a new base since (`aotjax.interpreters.eval.eager_writes`),
+  or when the program may return one of its inputs as a new base.
 """
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from aotjax.core import call_epoch
 from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
+from aotjax.core.checks import config
+from aotjax.core.interpreter import staging
 from aotjax.interpreters.eval import eager_writes, read, write
 from aotjax.runtime.boundary import BoundaryMeta, OutKind, apply
 from aotjax.tensor import Storage, Tensor, is_eager
@@ -35,6 +42,11 @@ from aotjax.tensor import Storage, Tensor, is_eager
 _new = object.__new__
 
 MISS = object()  # what `FastCall.run` returns for a call it does not match
+
+
+def no_fast_call(args: tuple) -> object:
+    """The `FastCall.run` of a function with no fast path (yet): every call misses."""
+    return MISS
 
 
 class SignatureChanged(Exception):
@@ -57,181 +69,100 @@ def guard_avals(fn: Callable, in_avals) -> Callable:
     return guarded
 
 
-def signature(args: tuple, implicit: list) -> list | None:
-    """The fast signature of a call with positional `args` only (captured tensors `implicit` after them): per
-    tensor `(storage, chain, strides, offset)`; None if an argument is neither an eager tensor nor a Python
-    scalar (a pytree, an array of another library, a tracer)."""
+class Signature(NamedTuple):
+    """What the fast path keeps of a call, taken before it runs: its tensors (the positional arguments', then the
+    captured ones), their layouts `(view chain, strides, offset)` and `(shape, dtype)`, and `call_epoch` then
+    (None while a transform runs: the call is checked again)."""
+    tensors: list
+    layouts: list
+    avals: list
+    stamp: int | None
+
+
+def signature(args: tuple, implicit: list) -> Signature | None:
+    """The fast signature of a call with positional `args` only (captured tensors `implicit` after them); None if
+    an argument is neither an eager tensor nor a Python scalar (a pytree, an array of another library, a tracer)."""
+    stamp = None if call_epoch.transforms_running() else call_epoch.epoch[0]
     tensors = []
     for x in args:
         if is_eager(x):
             tensors.append(x)
         elif type(x) not in _SCALARS:
             return None
-    return [(x._storage, x._chain, x._strides, x._offset) for x in (*tensors, *implicit)]
-
-
-def _weak(sig: list) -> list:
-    """`sig` holding its storages by weak reference: a compiled function keeps no argument's data alive."""
-    return [(weakref.ref(s), chain, strides, offset) for s, chain, strides, offset in sig]
+    tensors.extend(implicit)
+    return Signature(tensors, [(x._chain, x._strides, x._offset) for x in tensors],
+                     [(x.shape, x.dtype) for x in tensors], stamp)
 
 
 class FastCall:
     """The last call of one compiled entry, ready to be repeated (see the module docstring). Built by `build`;
-    `run` with the next call's positional arguments returns the outputs, or `MISS`."""
+    `run` with the next call's positional arguments returns the outputs, or `MISS`: a function compiled for this
+    record (`specialized_run`; `source` is its text)."""
 
-    __slots__ = ("n", "tensor_pos", "scalar_types", "implicit", "sig", "avals", "fn", "plain", "readers",
-                 "donated", "forwards", "epoch", "writes", "bases", "outputs", "single", "meta", "generic",
-                 "mutated_pos", "base_pos", "single_base", "statics")
+    __slots__ = ("implicit", "unless_checks", "refs", "stamp", "layouts", "avals", "fn", "donated", "forwards",
+                 "writes", "outputs", "single", "meta", "generic", "mutated_pos", "base_pos", "statics", "run",
+                 "source")
 
     @classmethod
     def build(cls, fn: Callable, meta: BoundaryMeta, jaxpr, donated: tuple, mutated_pos: list, base_pos: list,
-              args: tuple, implicit: list, sig: list) -> "FastCall | None":
+              args: tuple, implicit: list, sig: Signature, unless_checks: bool = False) -> "FastCall | None":
         """The fast path of the call that just ran `fn` (a compiled entry's jitted function) on `args` (positional
-        only; `implicit`: the entry's captured tensors) with signature `sig` (`signature`, taken before the call),
-        or None where it does not apply (tensors sharing memory, the same object twice, view changes of inputs)."""
+        only; `implicit`: the entry's captured tensors) with signature `sig` (taken before the call), or None where
+        it does not apply (tensors sharing memory, the same object twice, view changes of inputs). It misses while
+        a staging transform traces (the call is staged then), and with `unless_checks` while `aotjax.config.checks`
+        is on (the entry was compiled without checks)."""
         full = [*args, *implicit]
         groups = meta.groups
         if meta.metadata or len(groups) != len(full) or any(
                 g.synthetic or g.leaves != [[i]] for i, g in enumerate(groups)):
             return None
         self = cls()
-        self.n = len(args)
-        tensor_pos = [i for i, x in enumerate(args) if isinstance(x, Tensor)]
-        self.tensor_pos = None if len(tensor_pos) == len(args) else tensor_pos
-        self.scalar_types = [(i, type(x)) for i, x in enumerate(args) if not isinstance(x, Tensor)]
-        self.implicit = implicit
-        self.sig = _weak(sig)
-        self.avals = [(x.shape, x.dtype) for x in (*(args[i] for i in tensor_pos), *implicit)]
+        self.implicit, self.unless_checks = implicit, unless_checks
+        # NOTE: the argument tensors by weak reference: a compiled function keeps no argument's data alive
+        self.refs = [weakref.ref(x) for x in sig.tensors[:len(sig.tensors) - len(implicit)]]
+        self.stamp = [sig.stamp]
+        self.layouts, self.avals = sig.layouts, sig.avals
         self.fn = fn
-        self.plain = not self.scalar_types and all(not s[1] for s in sig)
-        self.readers = [_reader(x, g) for x, g in zip(full, groups, strict=True)]
         self.donated = donated
         # NOTE: a program returning an input unchanged as a written input's new base hands back that very buffer:
         # the two storages then share it, so every call checks the donated buffers.
         invars = set(map(id, jaxpr.jaxpr.invars))
         self.forwards = any(id(jaxpr.jaxpr.outvars[p]) in invars for p in mutated_pos)
-        self.epoch = None
         self.writes = [(g, p) for g, p in zip(meta.mutated, mutated_pos, strict=True)]
         self.mutated_pos, self.base_pos = mutated_pos, base_pos
         self.meta = meta
         self.generic = any(s.kind is OutKind.ALIAS or s.chain for s in meta.outputs)
-        self.bases = base_pos
         self.outputs = [(s.kind, s.index, s.layout, s.value) for s in meta.outputs]
         self.single = meta.out_tree.num_leaves == 1 and meta.out_tree.num_nodes == 1
-        spec = meta.outputs[0] if self.single else None
-        plain_base = spec is not None and spec.kind is OutKind.BASE and not spec.chain and spec.layout == (None, 0)
-        self.single_base = base_pos[spec.index] if plain_base else None
         self.statics = None  # what a caller with static arguments keeps of them, to compare (`jit`'s)
+        self.run, self.source = specialized_run(self, args)
         return self
 
-    def run(self, args: tuple) -> Any:
-        """The outputs of the call with positional `args`, or `MISS`."""
-        # NOTE: this runs once per compiled call: loops rather than comprehensions (cheaper on Python 3.11), one
-        # pass reading each tensor's signature and its base.
-        if len(args) != self.n:
-            return MISS
-        if self.tensor_pos is None:
-            tensors = args if not self.implicit else (*args, *self.implicit)
-        else:
-            for i, t in self.scalar_types:
-                if type(args[i]) is not t:
-                    return MISS
-            tensors = [*(args[i] for i in self.tensor_pos), *self.implicit]
-        vals = []
-        checked = True
-        try:
-            for x, (ref, chain, strides, offset) in zip(tensors, self.sig):
-                storage = x._storage
-                if (storage is not ref() or x._chain is not chain or x._strides is not strides
-                        or x._offset is not offset):
-                    checked = False
-                    break
-                vals.append(storage.base)
-            if not checked:  # NOTE: not the very same storages and layout objects: compared by value
-                sig = [(x._storage, x._chain, x._strides, x._offset) for x in tensors]
-                if not self._fits(sig, tensors):
-                    return MISS
-                self.sig = _weak(sig)
-                vals = [s[0].base for s in sig]
-        except AttributeError:  # NOTE: not a tensor where the last call had one
-            return MISS
-        full = args if not self.implicit else (*args, *self.implicit)
-        if not self.plain:
-            vals = [r(x) for r, x in zip(self.readers, full)]
-        donated = self.donated
-        if donated:
-            for i in donated:
-                x = full[i]
-                if x._chain or not x._storage.owned:  # NOTE: only aotjax's own buffers are ever donated
-                    vals[i] = jnp.copy(vals[i])
-            if not checked or self.forwards or self.epoch != eager_writes[0]:
-                unshare_donated(vals, donated)
-        try:
-            outs = self.fn(*vals)
-        except SignatureChanged:
-            return MISS
-        if self.generic:
-            out = apply(self.meta, list(full), [outs[i] for i in self.mutated_pos], [outs[i] for i in self.base_pos],
-                        wrap=Tensor._wrap)
-            self.epoch = eager_writes[0]
-            return out
-        for g, p in self.writes:
-            target = full[g]
-            if target._chain:
-                write(target, outs[p])
-            else:
-                storage = target._storage
-                storage.base, storage.owned = outs[p], True
-                storage.version += 1
-        self.epoch = eager_writes[0] = eager_writes[0] + 1
-        single = self.single_base
-        if single is not None:  # NOTE: one output, a new value (made inline, as `Tensor._wrap` does)
-            storage = _new(Storage)
-            storage.base, storage.version, storage.owned = outs[single], 0, True
-            t = _new(Tensor)
-            t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
-            return t
-        return self._outputs(outs, full)
-
-    def _fits(self, sig: list, tensors) -> bool:
-        """Whether a call whose signature differs from the last one's only by storages of the same shapes and
-        dtypes (eager tensors, none shared) fits the entry."""
-        if len(sig) != len(self.sig):
+    def refit(self, tensors: tuple) -> bool:
+        """Whether the call with these tensors (the positional arguments', then the captured ones) fits the entry,
+        when some of them are not the last call's objects or `call_epoch` advanced since: eager tensors of the same
+        layouts, shapes and dtypes, no two of one storage, and no staging transform tracing this call (it is staged
+        then), nor checks turned on. If so it is the last call now (`run` compares the next call's tensors with it
+        by identity), unless a transform runs somewhere: then the next call is checked again."""
+        now = None if call_epoch.transforms_running() else call_epoch.epoch[0]
+        if staging() or self.unless_checks and config.checks:
             return False
-        for new, old, aval, x in zip(sig, self.sig, self.avals, tensors):
-            if new[1:] != old[1:]:
+        refs = self.refs
+        same = self.stamp[0] is not None and self.stamp[0] == now
+        for k, x in enumerate(tensors):
+            if same and (k >= len(refs) or x is refs[k]()):
+                continue  # NOTE: this object was checked, and nothing it depends on changed since
+            if not is_eager(x) or (x._chain, x._strides, x._offset) != self.layouts[k]:
                 return False
-            if new[0] is not old[0]():
-                if not is_eager(x):
-                    return False
-                base = new[0].base
-                if not x._chain and (base.shape != aval[0] or base.dtype != aval[1]):
-                    return False
-                if x._chain and (x.shape != aval[0] or x.dtype != aval[1]):
-                    return False
-        return len({s[0] for s in sig}) == len(sig)
-
-    def _outputs(self, outs: list, full) -> Any:
-        bases = [Tensor._wrap(outs[p]) for p in self.bases]
-        results = []
-        for kind, index, layout, value in self.outputs:
-            if kind is OutKind.BASE:
-                t = bases[index]
-                t._strides, t._offset = layout
-                results.append(t)
-            elif kind is OutKind.INPUT:
-                results.append(full[index])
-            else:  # CONST (no chain: `generic` takes views)
-                results.append(value)
-        if self.single:
-            return results[0]
-        return jax.tree_util.tree_unflatten(self.meta.out_tree, results)
-
-
-def _reader(x, g) -> Callable:
-    if isinstance(x, Tensor):
-        return read
-    return lambda v, dtype=g.aval.dtype: np.asarray(v, dtype=dtype)
+            shape, dtype = self.avals[k]
+            value = x._storage.base if not x._chain else x
+            if value.shape != shape or value.dtype != dtype:
+                return False
+        if len({id(x._storage) for x in tensors}) != len(tensors):
+            return False
+        refs[:] = [weakref.ref(x) for x in tensors[:len(refs)]]
+        self.stamp[0] = now
+        return True
 
 
 def unshare_donated(vals: list, donated: tuple) -> None:
@@ -242,3 +173,136 @@ def unshare_donated(vals: list, donated: tuple) -> None:
         if id(vals[i]) in others:
             vals[i] = jnp.copy(vals[i])
         others.add(id(vals[i]))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The fast path compiled. What a repeated call does depends on the record only: which arguments are tensors or
+# scalars, which are views, which buffers are donated and which inputs take new bases, how the outputs are built.
+# `specialized_run` writes that work out as Python source for the one record, the loops over arguments and outputs
+# unrolled and each of those decisions taken once, and compiles it (the way `dataclasses` and
+# `collections.namedtuple` build their methods): a repeated call costs a few bytecodes per argument.
+# `FastCall.source` keeps the text, for reading.
+
+def specialized_run(fast: FastCall, args: tuple) -> tuple[Callable, str]:
+    """The function `fast.run`, compiled for `fast` (built from the call with positional `args`), and its
+    source."""
+    n = len(args)
+    implicit = fast.implicit
+    full = [*args, *implicit]
+    names = [f"a{i}" for i in range(n)] + [f"m{j}" for j in range(len(implicit))]
+    tensors = [i for i, x in enumerate(full) if isinstance(x, Tensor)]
+    storage = set(tensors)
+    env: dict[str, Any] = {"MISS": MISS, "SignatureChanged": SignatureChanged, "fn": fast.fn, "read": read,
+                           "write": write, "copy": jnp.copy, "unshare": unshare_donated, "EW": eager_writes,
+                           "asarray": np.asarray, "Storage": Storage, "Tensor": Tensor, "new": _new,
+                           "refit": fast.refit, "fast": fast}
+    for j, t in enumerate(implicit):
+        env[names[n + j]] = t
+    lines = ["def run(args):"]
+    emit = lines.append
+    if n:
+        emit("    try:")
+        emit(f"        {''.join(name + ', ' for name in names[:n])}= args")
+        emit("    except ValueError:  # NOTE: another number of arguments")
+        emit("        return MISS")
+    else:
+        emit("    if args:")
+        emit("        return MISS")
+    for i, x in enumerate(args):
+        if not isinstance(x, Tensor):
+            env[f"T{i}"] = type(x)
+            emit(f"    if type(a{i}) is not T{i}:")
+            emit("        return MISS")
+    # the signature: the same tensor objects as the last call's, and nothing changed since (`FastCall.refit`)
+    env.update(W=fast.refs, STAMP=fast.stamp, CALL_EPOCH=call_epoch.epoch)
+    checks = ["CALL_EPOCH[0] != STAMP[0]"]
+    checks += [f"{names[i]} is not W[{k}]()" for k, i in enumerate(i for i in tensors if i < n)]
+    emit(f"    if {' or '.join(checks)}:")
+    emit(f"        if not refit(({''.join(names[i] + ', ' for i in tensors)})):")
+    emit("            return MISS")
+    emit("        fresh = True")
+    emit("    else:")
+    emit("        fresh = False")
+    # the program's inputs
+    storages = {g for g, _ in fast.writes} | set(fast.donated)
+    for i, x in enumerate(full):
+        if i in storage and i in storages:
+            emit(f"    s{i} = {names[i]}._storage")
+        if i not in storage:
+            env[f"D{i}"] = fast.meta.groups[i].aval.dtype
+            emit(f"    v{i} = asarray({names[i]}, D{i})")
+        elif x._chain:
+            emit(f"    v{i} = read({names[i]})")
+        else:
+            emit(f"    v{i} = s{i}.base" if i in storages else f"    v{i} = {names[i]}._storage.base")
+    values = ", ".join(f"v{i}" for i in range(len(full)))
+    epoch = None
+    if fast.donated:
+        for i in fast.donated:  # NOTE: only aotjax's own buffers are ever donated
+            if full[i]._chain:
+                emit(f"    v{i} = copy(v{i})")
+            else:
+                emit(f"    if not s{i}.owned:")
+                emit(f"        v{i} = copy(v{i})")
+        env["DONATED"] = fast.donated
+        if len(full) > 1:  # NOTE: one input shares its buffer with no other
+            emit("    if True:" if fast.forwards else "    if fresh or SEEN[0] != EW[0]:")
+            env["SEEN"] = epoch = [None]  # NOTE: `eager_writes` after this record's last call
+            emit(f"        vals = [{values}]")
+            emit("        unshare(vals, DONATED)")
+            emit(f"        {values}, = vals")
+    emit("    try:")
+    emit(f"        outs = fn({values})")
+    emit("    except SignatureChanged:")
+    emit("        return MISS")
+    if fast.generic:
+        env.update(apply=apply, meta=fast.meta, wrap=Tensor._wrap)
+        mutated = ", ".join(f"outs[{p}]" for p in fast.mutated_pos)
+        bases = ", ".join(f"outs[{p}]" for p in fast.base_pos)
+        emit(f"    out = apply(meta, [{', '.join(names)}], [{mutated}], [{bases}], wrap=wrap)")
+        if epoch is not None:
+            emit("    SEEN[0] = EW[0]")
+        emit("    return out")
+        return _compiled(lines, env)
+    for g, p in fast.writes:
+        if full[g]._chain:
+            emit(f"    write({names[g]}, outs[{p}])")
+        else:
+            emit(f"    s{g}.base = outs[{p}]")
+            emit(f"    s{g}.owned = True")
+            emit(f"    s{g}.version += 1")
+    emit("    SEEN[0] = EW[0] = EW[0] + 1" if epoch is not None else "    EW[0] += 1")
+    results = []
+    wrapped = set()
+    for k, (kind, index, layout, value) in enumerate(fast.outputs):
+        if kind is OutKind.BASE:
+            if index not in wrapped:
+                wrapped.add(index)
+                emit(f"    b{index} = new(Storage)")
+                emit(f"    b{index}.base, b{index}.version, b{index}.owned = outs[{fast.base_pos[index]}], 0, True")
+                emit(f"    o{index} = new(Tensor)")
+                emit(f"    o{index}._storage, o{index}._chain, o{index}._aval, o{index}._strides, o{index}._offset, "
+                     f"o{index}._cache = b{index}, (), None, None, 0, None")
+            if layout != (None, 0):
+                env[f"L{k}"] = layout
+                emit(f"    o{index}._strides, o{index}._offset = L{k}")
+            results.append(f"o{index}")
+        elif kind is OutKind.INPUT:
+            results.append(names[index])
+        else:  # CONST (no chain: `generic` takes views)
+            env[f"K{k}"] = value
+            results.append(f"K{k}")
+    if fast.single:
+        emit(f"    return {results[0]}")
+    elif fast.meta.out_tree == jax.tree_util.tree_structure((0,) * len(results)):
+        emit(f"    return ({''.join(r + ', ' for r in results)})")
+    else:
+        env.update(unflatten=jax.tree_util.tree_unflatten, OUT_TREE=fast.meta.out_tree)
+        emit(f"    return unflatten(OUT_TREE, [{', '.join(results)}])")
+    return _compiled(lines, env)
+
+
+def _compiled(lines: list[str], env: dict) -> tuple[Callable, str]:
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, "<aotjax fast call>", "exec"), env)
+    return env["run"], source

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from aotjax.core.checks import config, emit_checks
-from aotjax.core.interpreter import Tracer, staging
+from aotjax.core.interpreter import Tracer
 from aotjax.interpreters.batching import vmap_running
 from aotjax.interpreters.eval import read
 from aotjax.lowering.to_jax import CheckedProgram, avals_to_structs, flat_function, xla_compiler
@@ -37,6 +37,8 @@ from aotjax.transforms.argnums import fun_name, normalize_argnums
 from aotjax.transforms.functionalize import Staged, functionalize, stage_functionalized
 from aotjax.transforms.make_jaxpr import split_static
 from aotjax.transforms.passes import run_pass
+
+_MISS = fast_call.MISS
 
 
 class _Entry:
@@ -214,7 +216,8 @@ class Jitted:
         self.checks = checks
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
         self._cache: dict = {}
-        self._fast: fast_call.FastCall | None = None  # the last compiled call, to repeat (see `_fast_path`)
+        # the last compiled call, to repeat: its `FastCall.run` (or `_fast_static`), MISS for any call when none
+        self._fast_run: Callable = fast_call.no_fast_call
         self.trace_count = 0
         functools.update_wrapper(self, fun, updated=())  # NOTE: not fun.__dict__: a wrapped Jitted has state
 
@@ -237,11 +240,9 @@ class Jitted:
         return self.checks if self.checks is not None else config.checks
 
     def __call__(self, *args, **kwargs):
-        fast = self._fast
-        if fast is not None and not kwargs and not staging() and not (
-                self.checks if self.checks is not None else config.checks):
-            out = fast.run(args) if not self.static_argnums else self._fast_static(fast, args)
-            if out is not fast_call.MISS:
+        if not kwargs:
+            out = self._fast_run(args)
+            if out is not _MISS:
                 return out
         static_pos: list = []
         leaves, in_tree, statics = self._split(args, kwargs, static_pos)
@@ -264,13 +265,14 @@ class Jitted:
             dyn = tuple(a for i, a in enumerate(args) if i not in static_pos) if static_pos else args
             fast_sig = fast_call.signature(dyn, entry.staged.implicit)
         out = entry.run(full, entry.fn)
-        self._fast = None
+        self._fast_run = fast_call.no_fast_call
         if fast_sig is not None:
-            self._fast = fast_call.FastCall.build(entry.fn, entry.staged.meta, entry.staged.jaxpr, entry.donated,
-                                                  entry.mutated_pos, entry.base_pos, dyn, entry.staged.implicit,
-                                                  fast_sig)
-            if self._fast is not None:
-                self._fast.statics = (len(args), tuple(static_pos), statics)
+            fast = fast_call.FastCall.build(entry.fn, entry.staged.meta, entry.staged.jaxpr, entry.donated,
+                                            entry.mutated_pos, entry.base_pos, dyn, entry.staged.implicit, fast_sig,
+                                            unless_checks=self.checks is None)
+            if fast is not None:
+                fast.statics = (len(args), tuple(static_pos), statics)
+                self._fast_run = fast.run if not static_pos else functools.partial(self._fast_static, fast)
         return out
 
     def _fast_static(self, fast: fast_call.FastCall, args: tuple) -> Any:
@@ -328,7 +330,7 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
-        self._fast = None
+        self._fast_run = fast_call.no_fast_call
 
     def __repr__(self) -> str:
         options = f", static_argnums={self.static_argnums}" if self.static_argnums else ""
