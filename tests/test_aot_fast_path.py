@@ -188,3 +188,32 @@ def test_higher_order_and_jit_compose():
     jg = aotjax.jit(aotjax.grad(f))
     for _ in range(2):
         _close(jg(x), np.sin(np.asarray(x)) + np.asarray(x) * np.cos(np.asarray(x)))
+
+
+@pytest.mark.parametrize("change", ["t_", "unsqueeze_", "Module.to(dtype)", "under a transform"])
+def test_the_same_argument_objects_changed_in_place_between_calls(change):
+    """A repeated call passing the very same tensor objects skips the lookup; one whose arguments changed storage,
+    layout, shape or dtype in place since (the same objects), or that runs under a transform, is still right."""
+    lin = aotjax.nn.Linear(3, 2)
+    w, x = lin.weight, _t(2, 3)
+    loss = aotjax.aot(lambda w, x: (w * x.exp()).sin().sum())
+    g = aotjax.grad(loss, argnums=(0, 1))
+    for _ in range(3):
+        g(w, x)
+    if change == "t_":
+        w.t_()
+        x.t_()
+    elif change == "unsqueeze_":
+        x.unsqueeze_(0)
+    elif change == "Module.to(dtype)":
+        lin.half()
+        x = x.half()
+        g(w, x)
+    if change == "under a transform":
+        got = aotjax.jit(lambda w, x: g(w, x))(w, x)
+    else:
+        got = g(w, x)
+    want = aotjax.grad(_general(loss), argnums=(0, 1))(w, x)
+    assert [t.shape for t in got] == [t.shape for t in want]
+    assert [t.dtype for t in got] == [t.dtype for t in want]
+    _close(got, want)

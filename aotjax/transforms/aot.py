@@ -274,6 +274,11 @@ class Aot(Jitted):
         self.inference_compiler = inference_compiler
         self.partition = partition or default_partition
         self.decompositions = dict(decompositions or {})
+        self._eager_last: dict = {}  # (argnums, has_aux) -> the last eagerly differentiated call (`aot_grad`)
+
+    def clear_cache(self) -> None:
+        super().clear_cache()
+        self._eager_last.clear()
 
     def _stage(self, args, kwargs) -> _AotEntry:
         self.trace_count += 1

@@ -287,13 +287,19 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 def _value_and_grad(fun: Callable, argnums, has_aux: bool, what: str) -> Callable:
     single = not isinstance(argnums, (tuple, list))
     argnums_given = normalize_argnums(fun, argnums, what)
+    by_count: dict[int, tuple[int, ...]] = {}  # NOTE: the positions, per number of positional arguments
+    eager = getattr(fun, "_differentiate_eagerly", None)  # an aot function: its programs, no tracing
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
-        argnums_t = call_argnums(argnums_given, len(args), what, fun)
-        args = _as_tensors(args, argnums_t)
-        eager = getattr(fun, "_differentiate_eagerly", None)  # an aot function: its programs, no tracing
-        if eager is not None and (ran := eager(tuple(args), kwargs, argnums_t, has_aux)) is not None:
+        argnums_t = by_count.get(len(args))
+        if argnums_t is None:
+            argnums_t = by_count[len(args)] = call_argnums(argnums_given, len(args), what, fun)
+        for i in argnums_t:
+            if not isinstance(args[i], Tensor):
+                args = tuple(_as_tensors(args, argnums_t))
+                break
+        if eager is not None and (ran := eager(args, kwargs, argnums_t, has_aux)) is not None:
             finish, cotangents = ran
             grads = _per_argument(args, argnums_t, cotangents())  # NOTE: the backward before the write-back, as below
             return finish(), grads[0] if single else tuple(grads)
