@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["epoch", "advance", "transform_entered", "transform_left", "transforms_running"]
+__all__ = ["epoch", "running", "advance", "transform_entered", "transform_left", "transforms_running"]
 
 epoch = [0]
+running = [0]  # how many interpreters other than eager evaluation are active, all threads together
 
-_running = [0]
 _lock = threading.Lock()
 
 
@@ -27,16 +27,16 @@ def advance() -> None:
 
 def transform_entered() -> None:
     with _lock:
-        _running[0] += 1
+        running[0] += 1
         epoch[0] += 1
 
 
 def transform_left() -> None:
     with _lock:
-        _running[0] -= 1
+        running[0] -= 1
         epoch[0] += 1
 
 
 def transforms_running() -> bool:
     """Whether an interpreter other than eager evaluation is active in some thread."""
-    return _running[0] > 0
+    return running[0] > 0

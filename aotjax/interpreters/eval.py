@@ -146,6 +146,66 @@ _MUTATION = Kind.MUTATION
 contiguous_layout_rules: set = set()
 
 
+# -- the ops' eager fast path -------------------------------------------------------------------------------
+# An eager op on plain tensors (eager, no view chain, contiguous) when no transform runs in any thread
+# (`call_epoch.transforms_running`) binds to `EvalTrace.process_primitive`; for a primitive with no params and one
+# result whose layout rule keeps plain operands contiguous, that is its executable on the operands' bases and the
+# result wrapped. The frontends of the commonest ops (`aotjax.ops.elementwise`) check those conditions on their
+# operands and call `apply_plain` / `write_plain` directly, skipping the dispatch layers (about half of an op's
+# Python on a small tensor). Anything else, or an executable that raises, returns None: the frontend then binds,
+# which computes the same thing or reports the error.
+
+_plain: dict = {}  # primitive -> its executable for the fast path, or False where it does not apply
+
+
+def _plain_executable(prim: Primitive):
+    rule = prim.layout_rule
+    if prim.multiple_results or prim.higher_order or (rule is not None and rule not in contiguous_layout_rules):
+        return False
+    if prim.kind is _FUNCTIONAL or (prim.kind is _MUTATION and prim.metadata_view is None and prim.mutates == (0,)):
+        return executable(prim, {})
+    return False
+
+
+def apply_plain(prim: Primitive, *vals):
+    """`prim.bind` of plain eager tensors whose bases are `vals` (see above), or None."""
+    fn = _plain.get(prim)
+    if fn is None:
+        fn = _plain[prim] = _plain_executable(prim)
+    if fn is False or prim.kind is not _FUNCTIONAL:
+        return None
+    try:
+        out = fn(*vals)
+    except Exception:  # NOTE: `bind` says what is wrong
+        return None
+    storage = _new(Storage)
+    storage.base, storage.version, storage.owned = out, 0, True
+    t = _new(Tensor)
+    t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
+    return t
+
+
+def write_plain(prim: Primitive, x: Tensor, *vals):
+    """`prim.bind(x, ...)` for an in-place primitive writing its first operand, plain eager tensor `x`, the other
+    operands plain too (`vals`: the bases, `x`'s first): `x` after the write, or None (see above)."""
+    fn = _plain.get(prim)
+    if fn is None:
+        fn = _plain[prim] = _plain_executable(prim)
+    if fn is False or prim.kind is not _MUTATION:
+        return None
+    try:
+        new = fn(*vals)
+    except Exception:  # NOTE: `bind` says what is wrong
+        return None
+    if new.shape != vals[0].shape:  # NOTE: an in-place op cannot broadcast its result: `bind` says so
+        return None
+    storage = x._storage
+    storage.base = new
+    storage.version += 1
+    eager_writes[0] += 1
+    return x
+
+
 class EvalTrace(Trace):
     def pure(self, x):
         return x

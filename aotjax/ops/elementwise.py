@@ -24,12 +24,14 @@ import numpy as np
 from jax import lax
 
 from aotjax.core import source_info
+from aotjax.core.call_epoch import running as _transforms
 from aotjax.core.errors import DTypeError
 from aotjax.core.interpreter import Tracer
 from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, is_differentiable, unbroadcast
 from aotjax.interpreters.batching import defbroadcasting, defvectorized
+from aotjax.interpreters.eval import apply_plain, write_plain
 from aotjax.interpreters.jvp import defjvp, defjvp2, defjvp_zero, deflinear, jvp_rules, sum_tangents
 from aotjax.interpreters.transpose import deflinear2_transpose, deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, elementwise, inplace_variant, same_dtype, standard_primitive
@@ -41,6 +43,7 @@ from aotjax.ops.promotion import (
     _COMPLEX,
     _FLOAT,
     _INT,
+    can_cast,
     category,
     check_inplace_cast,
     default_float_dtype,
@@ -189,6 +192,29 @@ for _name, _dtype, _what in (("float", np.float32, "float32"), ("half", np.float
 class _DtypeClass:
     def __init__(self, operand, accepts, result, expected: str):
         self.operand, self.accepts, self.result, self.expected = operand, accepts, result, expected
+        self.as_is: set = set()  # see `takes_as_is`
+        self.written_as_is: set = set()  # see `writes_as_is`
+
+    def takes_as_is(self, dtype) -> bool:
+        """Whether an operand of `dtype` is used as it is: its operand rule keeps it, and it is real (nothing for
+        `_refuse_complex` to refuse). The ops' eager fast path; learned per dtype (the rules that map a dtype to a
+        default dtype, which the x64 flag decides, never map it to itself)."""
+        if dtype in self.as_is:
+            return True
+        if self.operand(dtype) == dtype and category(dtype) != _COMPLEX:
+            self.as_is.add(dtype)
+            return True
+        return False
+
+    def writes_as_is(self, dtype) -> bool:
+        """Whether an in-place op on a tensor of `dtype` with an operand of `dtype` converts nothing: the operand
+        is taken as it is, and the result casts to `dtype`. Learned per dtype."""
+        if dtype in self.written_as_is:
+            return True
+        if self.takes_as_is(dtype) and can_cast(self.result(dtype), dtype):
+            self.written_as_is.add(dtype)
+            return True
+        return False
 
     def rule(self, name: str):
         def out_dtype(dt):
@@ -260,6 +286,14 @@ def _unary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
     prim = elementwise(name, lower, out_dtype=cls.rule(name))
 
     def op(x):
+        if isinstance(x, Tensor):
+            dtype = x.dtype
+            if dtype in cls.as_is or cls.takes_as_is(dtype):  # NOTE: the common case, known once per dtype
+                if type(x) is Tensor and not x._chain and x._strides is None and not _transforms[0]:
+                    out = apply_plain(prim, x._storage.base)
+                    if out is not None:
+                        return out
+                return prim.bind(x)
         x = _unary_operand(cls, x)
         _refuse_complex(prim, cls, x.dtype)
         return prim.bind(x)
@@ -563,6 +597,15 @@ def _binary_operands(cls: _DtypeClass, x, y):
 
 
 def _binary(prim, cls: _DtypeClass, x, y, **params):
+    if type(x) is type(y) is Tensor:
+        dtype = x.dtype
+        if dtype == y.dtype and (dtype in cls.as_is or cls.takes_as_is(dtype)):  # NOTE: the common case
+            if (not params and not x._chain and not y._chain and x._strides is None and y._strides is None
+                    and not _transforms[0]):
+                out = apply_plain(prim, x._storage.base, y._storage.base)
+                if out is not None:
+                    return out
+            return prim.bind(x, y, **params)
     x, y = _binary_operands(cls, x, y)
     _refuse_complex(prim, cls, x.dtype)
     return prim.bind(x, y, **params)
@@ -575,6 +618,15 @@ def _refuse_complex(prim, cls: _DtypeClass, dtype) -> None:
 
 
 def _binary_inplace(prim_, cls: _DtypeClass, x, y, **params):
+    if type(x) is type(y) is Tensor:
+        dtype = x.dtype
+        if dtype == y.dtype and (dtype in cls.written_as_is or cls.writes_as_is(dtype)):  # NOTE: the common case
+            if (not params and not x._chain and not y._chain and x._strides is None and y._strides is None
+                    and not _transforms[0] and x._storage is not y._storage):
+                out = write_plain(prim_, x, x._storage.base, y._storage.base)
+                if out is not None:
+                    return out
+            return bind_inplace(prim_, x, y, **params)
     dtype = cls.operand(result_type(x, y))
     check_inplace_cast(prim_.name, cls.result(dtype), x.dtype)
     if dtype != x.dtype and cls in (_PREDICATE, _ORDERED):

@@ -11,18 +11,20 @@ import string
 import jax.numpy as jnp
 
 from aotjax.core.avals import ShapedArray, get_aval
+from aotjax.core.call_epoch import running as _transforms
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.primitive import Recompute
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero
 from aotjax.interpreters.batching import batching_rules, moveaxis, not_mapped
+from aotjax.interpreters.eval import apply_plain
 from aotjax.interpreters.jvp import defjvp, jvp_rules, sum_tangents
 from aotjax.interpreters.transpose import deflinear2_transpose, linear_operand, transpose_rules
 from aotjax.ops._combinators import broadcast_shapes, same_dtype, standard_primitive
 from aotjax.ops._frontend import as_tensor, promote
 from aotjax.ops.creation import eye, ones
 from aotjax.ops.views import permute_p, view_p
-from aotjax.tensor import method, reflected
+from aotjax.tensor import Tensor, method, reflected
 
 __all__ = ["matmul", "mm", "bmm", "dot", "outer", "einsum", "linear"]
 
@@ -193,6 +195,11 @@ def matmul(a, b):
     >>> aotjax.matmul(aotjax.ones(5, 2, 3), aotjax.ones(3, 4)).shape
     (5, 2, 4)
     """
+    if (type(a) is type(b) is Tensor and not a._chain and not b._chain and a._strides is None
+            and b._strides is None and not _transforms[0] and a.dtype == b.dtype):  # NOTE: the eager fast path
+        out = apply_plain(matmul_p, a._storage.base, b._storage.base)
+        if out is not None:
+            return out
     a, b = as_tensor(a), as_tensor(b)
     _same_dtype("matmul", a, b)
     return matmul_p.bind(a, b)

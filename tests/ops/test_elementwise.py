@@ -373,3 +373,29 @@ def test_errors_name_the_op_and_the_line(name, thunk, exc, match):
 def test_traced_errors_name_the_op():
     with pytest.raises(ShapeError, match=r"mul: shapes \[2\] and \[3\] cannot be broadcast.*test_elementwise"):
         aotjax.make_jaxpr(lambda x, y: x * y)(T([1.0, 2.0]), T([1.0, 2.0, 3.0]))
+
+
+def test_the_eager_fast_path_agrees_with_bind_and_leaves_errors_to_it():
+    """Plain eager operands take the ops' fast path (`aotjax.interpreters.eval.apply_plain`); its results equal
+    the dispatched ones (under jit), views and strided tensors still read and write through, and a bad call
+    raises the same error as the general path."""
+    import pytest
+
+    from aotjax.core.errors import ShapeError
+
+    x = aotjax.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    y = aotjax.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3))
+    for f in (lambda a, b: a + b, lambda a, b: a.exp() * b, lambda a, b: a @ b.t(), lambda a, b: a.sin() - b):
+        np.testing.assert_allclose(f(x, y).numpy(), aotjax.jit(f)(x, y).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(f(x.t().contiguous().t(), y).numpy(), f(x, y).numpy(), rtol=1e-6)  # strided
+    w = x.clone()
+    w.t().add_(y.t())  # a view: written through into w
+    np.testing.assert_allclose(w.numpy(), (x + y).numpy())
+    w.add_(y)
+    np.testing.assert_allclose(w.numpy(), (x + 2 * y).numpy())
+    with pytest.raises(ShapeError):
+        aotjax.ones(3) + aotjax.ones(4)
+    with pytest.raises(ShapeError):
+        aotjax.ones(3).add_(aotjax.ones(2, 3))  # an in-place op cannot broadcast its result
+    with pytest.raises(ShapeError):
+        aotjax.ones(2, 3) @ aotjax.ones(2, 3)
