@@ -30,6 +30,8 @@ class SourceInfo:
 @functools.lru_cache(maxsize=4096)
 def _is_internal(filename: str) -> bool:
     """Whether frames of `filename` (as code objects name it) are aotjax's, jax's or the stdlib's."""
+    if filename.startswith("<aotjax"):  # NOTE: source aotjax generates (`fast_call`, out variants) is named so
+        return True
     if not filename.startswith("<"):
         filename = os.path.abspath(filename)
     if filename.startswith(_SKIP_PREFIXES):

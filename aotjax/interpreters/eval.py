@@ -163,7 +163,7 @@ def _plain_executable(prim: Primitive):
     if prim.multiple_results or prim.higher_order or (rule is not None and rule not in contiguous_layout_rules):
         return False
     if prim.kind is _FUNCTIONAL or (prim.kind is _MUTATION and prim.metadata_view is None and prim.mutates == (0,)):
-        return executable(prim, {})
+        return executable(prim, {})  # NOTE: made, not compiled: `apply_plain_with` uses the params' own
     return False
 
 
@@ -177,6 +177,24 @@ def apply_plain(prim: Primitive, *vals):
     try:
         out = fn(*vals)
     except Exception:  # NOTE: `bind` says what is wrong
+        return None
+    storage = _new(Storage)
+    storage.base, storage.version, storage.owned = out, 0, True
+    t = _new(Tensor)
+    t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
+    return t
+
+
+def apply_plain_with(prim: Primitive, params: dict, *vals):
+    """`apply_plain` for a primitive with `params` (a reduction's axes): its executable for those params."""
+    ok = _plain.get(prim)
+    if ok is None:
+        ok = _plain[prim] = _plain_executable(prim)
+    if ok is False or prim.kind is not _FUNCTIONAL:
+        return None
+    try:
+        out = executable(prim, params)(*vals)
+    except Exception:  # NOTE: `bind` says what is wrong (unhashable params included)
         return None
     storage = _new(Storage)
     storage.base, storage.version, storage.owned = out, 0, True

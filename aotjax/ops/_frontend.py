@@ -3,6 +3,7 @@ and `bind_inplace`, the one way in-place ops bind their primitives (PyTorch's wr
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 import weakref
 from typing import Callable, Sequence
@@ -276,11 +277,61 @@ def out_variant(fn: Callable) -> Callable:
     >>> aotjax.add(aotjax.tensor([1.0, 2.0]), 1, out=out) is out, out
     (True, tensor([2., 3.]))
     """
-    @functools.wraps(fn)
-    def op(*args, out=None, **kwargs):
-        result = fn(*args, **kwargs)
-        return result if out is None else write_out(fn.__name__, result, out)
-    return op
+    op = _with_out_keyword(fn)
+    if op is None:
+        def op(*args, out=None, **kwargs):
+            result = fn(*args, **kwargs)
+            return result if out is None else write_out(fn.__name__, result, out)
+    return functools.wraps(fn)(op)
+
+
+def _with_out_keyword(fn: Callable) -> Callable | None:
+    """`fn`'s out variant with `fn`'s own parameters and keyword `out=None`, compiled from source: called without
+    `out`, it costs one plain call more than `fn` (a `*args, **kwargs` wrapper costs several times that, once per
+    eager op). None where `fn`'s signature cannot be read or already has `out`."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    if {"out", "fn", "write_out", "NAME", "result"} & set(sig.parameters):  # NOTE: names the source uses
+        return None
+    env: dict = {"fn": fn, "write_out": write_out, "NAME": fn.__name__}
+    params, call, star = [], [], False
+    for i, p in enumerate(sig.parameters.values()):
+        default = ""
+        if p.default is not p.empty:
+            env[f"D{i}"] = p.default
+            default = f"=D{i}"
+        if p.kind is p.VAR_POSITIONAL:
+            params.append(f"*{p.name}")
+            call.append(f"*{p.name}")
+            star = True
+        elif p.kind is p.VAR_KEYWORD:
+            continue  # NOTE: added after `out`
+        elif p.kind is p.KEYWORD_ONLY:
+            if not star:
+                params.append("*")
+                star = True
+            params.append(p.name + default)
+            call.append(f"{p.name}={p.name}")
+        else:
+            params.append(p.name + default)
+            call.append(p.name)
+        if p.kind is p.POSITIONAL_ONLY and (i + 1 == len(sig.parameters) or list(sig.parameters.values())[i + 1].kind
+                                            is not p.POSITIONAL_ONLY):
+            params.append("/")
+    if not star:
+        params.append("*")
+    params.append("out=None")
+    kwargs = next((p.name for p in sig.parameters.values() if p.kind is p.VAR_KEYWORD), None)
+    if kwargs is not None:
+        params.append(f"**{kwargs}")
+        call.append(f"**{kwargs}")
+    source = (f"def op({', '.join(params)}):\n"
+              f"    result = fn({', '.join(call)})\n"
+              f"    return result if out is None else write_out(NAME, result, out)\n")
+    exec(compile(source, f"<aotjax: out variant of {fn.__name__}>", "exec"), env)
+    return env["op"]
 
 
 def write_out(op: str, result, out):

@@ -31,7 +31,7 @@ from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, is_differentiable, unbroadcast
 from aotjax.interpreters.batching import defbroadcasting, defvectorized
-from aotjax.interpreters.eval import apply_plain, write_plain
+from aotjax.interpreters.eval import apply_plain, operand, write_plain
 from aotjax.interpreters.jvp import defjvp, defjvp2, defjvp_zero, deflinear, jvp_rules, sum_tangents
 from aotjax.interpreters.transpose import deflinear2_transpose, deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, elementwise, inplace_variant, same_dtype, standard_primitive
@@ -606,9 +606,32 @@ def _binary(prim, cls: _DtypeClass, x, y, **params):
                 if out is not None:
                     return out
             return prim.bind(x, y, **params)
+    elif not params and not _transforms[0] and (type(x) is Tensor and type(y) in _NUMBERS
+                                                or type(y) is Tensor and type(x) in _NUMBERS):
+        out = _tensor_and_number(prim, cls, x, y)
+        if out is not None:
+            return out
     x, y = _binary_operands(cls, x, y)
     _refuse_complex(prim, cls, x.dtype)
     return prim.bind(x, y, **params)
+
+
+_NUMBERS = (int, float)
+
+
+def _tensor_and_number(prim, cls: _DtypeClass, x, y):
+    """The eager fast path of a binary op on a plain floating-point tensor and a Python int or float (either
+    order): the number takes the tensor's dtype, as in PyTorch (`promote`), and is passed as `operand` passes a
+    NumPy scalar; None where it does not apply."""
+    t = x if type(x) is Tensor else y
+    if t._chain or t._strides is not None:
+        return None
+    dtype = t.dtype
+    if category(dtype) != _FLOAT or not (dtype in cls.as_is or cls.takes_as_is(dtype)):
+        return None
+    if t is x:
+        return apply_plain(prim, x._storage.base, operand(dtype.type(y)))
+    return apply_plain(prim, operand(dtype.type(x)), y._storage.base)
 
 
 def _refuse_complex(prim, cls: _DtypeClass, dtype) -> None:

@@ -19,12 +19,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from aotjax.core.call_epoch import running as _transforms
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.primitive import Recompute, largest_array_flops
 from aotjax.core.source_info import where as _where
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, instantiate
 from aotjax.interpreters.batching import batching_rules, defreducer, moveaxis, shift_axis
+from aotjax.interpreters.eval import apply_plain_with
 from aotjax.interpreters.jvp import defjvp_zero, deflinear, jvp_rules
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._combinators import standard_primitive
@@ -274,6 +276,12 @@ def sum(x, dim=None, keepdim: bool = False, *, dtype=None):
     tensor([[3.],
             [7.]])
     """
+    if (dtype is None and type(x) is Tensor and not x._chain and x._strides is None and not _transforms[0]
+            and category(x.dtype) >= _FLOAT):  # NOTE: the eager fast path (`apply_plain`)
+        out = apply_plain_with(reduce_sum_p, {"axes": _axes("sum", x, dim), "keepdims": bool(keepdim)},
+                               x._storage.base)
+        if out is not None:
+            return out
     x = _int_to_default(as_tensor(x), dtype, "sum")
     return reduce_sum_p.bind(x, axes=_axes("sum", x, dim), keepdims=bool(keepdim))
 

@@ -304,5 +304,5 @@ def specialized_run(fast: FastCall, args: tuple) -> tuple[Callable, str]:
 
 def _compiled(lines: list[str], env: dict) -> tuple[Callable, str]:
     source = "\n".join(lines) + "\n"
-    exec(compile(source, "<aotjax fast call>", "exec"), env)
+    exec(compile(source, "<aotjax: fast call>", "exec"), env)
     return env["run"], source

@@ -385,7 +385,9 @@ def test_the_eager_fast_path_agrees_with_bind_and_leaves_errors_to_it():
 
     x = aotjax.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
     y = aotjax.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3))
-    for f in (lambda a, b: a + b, lambda a, b: a.exp() * b, lambda a, b: a @ b.t(), lambda a, b: a.sin() - b):
+    for f in (lambda a, b: a + b, lambda a, b: a.exp() * b, lambda a, b: a @ b.t(), lambda a, b: a.sin() - b,
+              lambda a, b: (2.5 - a) / 3 + b * 2, lambda a, b: (a > 1.5) * b, lambda a, b: a.sum(dim=1) + b.sum(),
+              lambda a, b: a.sum((0, 1), keepdim=True) - b.half().sum(-1).float().sum()):
         np.testing.assert_allclose(f(x, y).numpy(), aotjax.jit(f)(x, y).numpy(), rtol=1e-6)
         np.testing.assert_allclose(f(x.t().contiguous().t(), y).numpy(), f(x, y).numpy(), rtol=1e-6)  # strided
     w = x.clone()
@@ -399,3 +401,8 @@ def test_the_eager_fast_path_agrees_with_bind_and_leaves_errors_to_it():
         aotjax.ones(3).add_(aotjax.ones(2, 3))  # an in-place op cannot broadcast its result
     with pytest.raises(ShapeError):
         aotjax.ones(2, 3) @ aotjax.ones(2, 3)
+    with pytest.raises(IndexError):
+        aotjax.ones(2, 3).sum(dim=2)
+    half = aotjax.ones(3, dtype=aotjax.float16)
+    assert (half * 2.5).dtype == aotjax.float16 and (2 - half).dtype == aotjax.float16  # the tensor's dtype wins
+    assert (aotjax.ones(3, dtype=aotjax.int32) * 2.5).is_floating_point()
