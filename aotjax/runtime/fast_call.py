@@ -278,11 +278,15 @@ def specialized_run(fast: FastCall, args: tuple) -> tuple[Callable, str]:
         if kind is OutKind.BASE:
             if index not in wrapped:
                 wrapped.add(index)
+                # NOTE: one store per slot (no tuple built and unpacked), as `Tensor._wrap` would set them
                 emit(f"    b{index} = new(Storage)")
-                emit(f"    b{index}.base, b{index}.version, b{index}.owned = outs[{fast.base_pos[index]}], 0, True")
+                emit(f"    b{index}.base = outs[{fast.base_pos[index]}]")
+                emit(f"    b{index}.version = 0")
+                emit(f"    b{index}.owned = True")
                 emit(f"    o{index} = new(Tensor)")
-                emit(f"    o{index}._storage, o{index}._chain, o{index}._aval, o{index}._strides, o{index}._offset, "
-                     f"o{index}._cache = b{index}, (), None, None, 0, None")
+                for slot, value in (("_storage", f"b{index}"), ("_chain", "()"), ("_aval", "None"),
+                                    ("_strides", "None"), ("_offset", "0"), ("_cache", "None")):
+                    emit(f"    o{index}.{slot} = {value}")
             if layout != (None, 0):
                 env[f"L{k}"] = layout
                 emit(f"    o{index}._strides, o{index}._offset = L{k}")
