@@ -187,14 +187,29 @@ def apply_plain(prim: Primitive, *vals):
 
 def apply_plain_with(prim: Primitive, params: dict, *vals):
     """`apply_plain` for a primitive with `params` (a reduction's axes): its executable for those params."""
+    fn = plain_executable(prim, params)
+    return None if fn is None else run_plain(fn, *vals)
+
+
+def plain_executable(prim: Primitive, params: dict):
+    """The executable `apply_plain_with` runs for `prim` and `params`, or None where the fast path does not apply
+    (for a frontend that keeps it per call signature, skipping the params' lookup too)."""
     ok = _plain.get(prim)
     if ok is None:
         ok = _plain[prim] = _plain_executable(prim)
     if ok is False or prim.kind is not _FUNCTIONAL:
         return None
     try:
-        out = executable(prim, params)(*vals)
-    except Exception:  # NOTE: `bind` says what is wrong (unhashable params included)
+        return executable(prim, params)
+    except TypeError:  # NOTE: unhashable params: `bind` says so
+        return None
+
+
+def run_plain(fn, *vals):
+    """`fn` (a `plain_executable`) on plain operands' bases, its result wrapped; None if it raises."""
+    try:
+        out = fn(*vals)
+    except Exception:  # NOTE: `bind` says what is wrong
         return None
     storage = _new(Storage)
     storage.base, storage.version, storage.owned = out, 0, True

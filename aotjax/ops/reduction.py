@@ -26,7 +26,7 @@ from aotjax.core.source_info import where as _where
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, instantiate
 from aotjax.interpreters.batching import batching_rules, defreducer, moveaxis, shift_axis
-from aotjax.interpreters.eval import apply_plain_with
+from aotjax.interpreters.eval import plain_executable, run_plain
 from aotjax.interpreters.jvp import defjvp_zero, deflinear, jvp_rules
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops._combinators import standard_primitive
@@ -266,6 +266,24 @@ def _compute(x):
 
 
 # -- sums and products -------------------------------------------------------------------------
+_plain_sums: dict = {}  # (dim, keepdim, ndim) -> sum's executable for those axes (`plain_executable`)
+
+
+def _plain_sum(x, dim, keepdim):
+    """The executable of `sum(x, dim, keepdim)` on a plain eager tensor (kept per call signature when `dim` is None
+    or an int: `True == 1` must not share a key), or None where the fast path does not apply."""
+    if dim is None or type(dim) is int:
+        key = (dim, bool(keepdim), x.ndim)
+        fn = _plain_sums.get(key)
+        if fn is not None:
+            return fn
+    params = {"axes": _axes("sum", x, dim), "keepdims": bool(keepdim)}
+    fn = plain_executable(reduce_sum_p, params)
+    if fn is not None and (dim is None or type(dim) is int) and len(_plain_sums) < 1024:
+        _plain_sums[key] = fn
+    return fn
+
+
 def sum(x, dim=None, keepdim: bool = False, *, dtype=None):
     """The sum over `dim` (an int, a tuple, or None for all); integer and bool tensors sum to the
     default int dtype unless `dtype` is given.
@@ -278,8 +296,8 @@ def sum(x, dim=None, keepdim: bool = False, *, dtype=None):
     """
     if (dtype is None and type(x) is Tensor and not x._chain and x._strides is None and not _transforms[0]
             and category(x.dtype) >= _FLOAT):  # NOTE: the eager fast path (`apply_plain`)
-        out = apply_plain_with(reduce_sum_p, {"axes": _axes("sum", x, dim), "keepdims": bool(keepdim)},
-                               x._storage.base)
+        fn = _plain_sum(x, dim, keepdim)
+        out = run_plain(fn, x._storage.base) if fn is not None else None
         if out is not None:
             return out
     x = _int_to_default(as_tensor(x), dtype, "sum")
