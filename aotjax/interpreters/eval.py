@@ -163,7 +163,7 @@ def _plain_executable(prim: Primitive):
     if prim.multiple_results or prim.higher_order or (rule is not None and rule not in contiguous_layout_rules):
         return False
     if prim.kind is _FUNCTIONAL or (prim.kind is _MUTATION and prim.metadata_view is None and prim.mutates == (0,)):
-        return executable(prim, {})  # NOTE: made, not compiled: `apply_plain_with` uses the params' own
+        return executable(prim, {})  # NOTE: made, not compiled: `plain_executable` takes the params' own
     return False
 
 
@@ -174,26 +174,12 @@ def apply_plain(prim: Primitive, *vals):
         fn = _plain[prim] = _plain_executable(prim)
     if fn is False or prim.kind is not _FUNCTIONAL:
         return None
-    try:
-        out = fn(*vals)
-    except Exception:  # NOTE: `bind` says what is wrong
-        return None
-    storage = _new(Storage)
-    storage.base, storage.version, storage.owned = out, 0, True
-    t = _new(Tensor)
-    t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
-    return t
-
-
-def apply_plain_with(prim: Primitive, params: dict, *vals):
-    """`apply_plain` for a primitive with `params` (a reduction's axes): its executable for those params."""
-    fn = plain_executable(prim, params)
-    return None if fn is None else run_plain(fn, *vals)
+    return run_plain(fn, *vals)
 
 
 def plain_executable(prim: Primitive, params: dict):
-    """The executable `apply_plain_with` runs for `prim` and `params`, or None where the fast path does not apply
-    (for a frontend that keeps it per call signature, skipping the params' lookup too)."""
+    """`prim`'s executable for `params` (a reduction's axes) for the fast path, or None where it does not apply: a
+    frontend keeps it per call signature and runs it with `run_plain`."""
     ok = _plain.get(prim)
     if ok is None:
         ok = _plain[prim] = _plain_executable(prim)
