@@ -2,6 +2,31 @@ import os
 
 os.environ.setdefault("AOTJAX_TYPECHECK", "1")  # every pass typechecks the jaxpr it produces
 
+
+def _compile_less() -> str | None:
+    """Half of the suite's time is XLA compiling small programs; two settings halve that without changing what a
+    test checks (the programs, their semantics and the jaxprs are the same):
+    - LLVM at -O0 (`--xla_backend_optimization_level=0`): XLA's HLO passes (fusion, layout, buffer donation) still
+      run; only machine-code optimization, which the tests do not measure, is left out;
+    - one persistent compilation cache for the run, shared by the xdist workers and the processes tests start (the
+      notebooks, the benchmark scripts), so a program two of them compile is compiled once. A fresh directory per
+      run unless `JAX_COMPILATION_CACHE_DIR` is set (set it to keep the cache between runs).
+    Environment variables, set before jax starts, so that the workers and subprocesses inherit them. Returns the
+    directory this process made, to remove when the run ends."""
+    if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:  # NOTE: the user's, or the one the xdist controller made
+        return None
+    import tempfile
+
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = made = tempfile.mkdtemp(prefix="aotjax-tests-xla-cache-")
+    return made
+
+
+_made_cache_dir = _compile_less()
+
 import jax  # noqa: E402
 
 # jax's default 32-bit mode, what users run; AOTJAX_TEST_X64=1 runs the suite with x64 (float64, int64).
@@ -31,3 +56,10 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def pytest_unconfigure(config):
+    if _made_cache_dir is not None:
+        import shutil
+
+        shutil.rmtree(_made_cache_dir, ignore_errors=True)

@@ -262,9 +262,9 @@ def multilabel_margin_loss(input, target, reduction: str = "mean"):
     `sum_{j target, i not target} max(0, 1 - (x[j] - x[i])) / C`; `target` holds class indices, the first `-1`
     ending each sample's list.
 
-    >>> aotjax.nn.functional.multilabel_margin_loss(aotjax.tensor([[0.1, 0.2, 0.4, 0.8]]),
+    >>> aotjax.nn.functional.multilabel_margin_loss(aotjax.tensor([[0.125, 0.25, 0.5, 1.0]]),
     ...                                             aotjax.tensor([[3, 0, -1, 1]]))
-    tensor(0.85)
+    tensor(0.8125)
     """
     _check_reduction("multilabel_margin_loss", reduction)
     x, y = as_tensor(input), as_tensor(target)

@@ -105,8 +105,8 @@ class TripletMarginWithDistanceLoss(_Loss):
 class MultiLabelMarginLoss(_Loss):
     """`multilabel_margin_loss(input, target, reduction)`.
 
-    >>> aotjax.nn.MultiLabelMarginLoss()(aotjax.tensor([[0.1, 0.2, 0.4, 0.8]]), aotjax.tensor([[3, 0, -1, 1]]))
-    tensor(0.85)
+    >>> aotjax.nn.MultiLabelMarginLoss()(aotjax.tensor([[0.125, 0.25, 0.5, 1.0]]), aotjax.tensor([[3, 0, -1, 1]]))
+    tensor(0.8125)
     """
 
     def forward(self, input, target):
