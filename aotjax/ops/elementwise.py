@@ -31,11 +31,11 @@ from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, is_differentiable, unbroadcast
 from aotjax.interpreters.batching import defbroadcasting, defvectorized
-from aotjax.interpreters.eval import apply_plain, operand, write_plain
+from aotjax.interpreters.eval import apply_plain, operand, plain_executable, write_plain
 from aotjax.interpreters.jvp import defjvp, defjvp2, defjvp_zero, deflinear, jvp_rules, sum_tangents
 from aotjax.interpreters.transpose import deflinear2_transpose, deflinear_transpose
 from aotjax.ops._combinators import broadcast_shapes, elementwise, inplace_variant, same_dtype, standard_primitive
-from aotjax.ops._frontend import as_tensor, bind_inplace, convert, is_scalar, place, promote, to_dtype
+from aotjax.ops._frontend import as_tensor, bind_inplace, convert, is_scalar, place, promote, to_dtype, write_out
 from aotjax.ops._frontend import device as to_device
 from aotjax.ops.layout import elementwise_layout, format_name, preserve_layout, suggest_format, tensor_layout
 from aotjax.ops.promotion import (
@@ -50,7 +50,9 @@ from aotjax.ops.promotion import (
     default_int_dtype,
     result_type,
 )
-from aotjax.tensor import Tensor, method, reflected
+from aotjax.tensor import Storage, Tensor, method, reflected
+
+_new = object.__new__
 
 __all__ = [
     "convert_element_type_p", "to", "add", "sub", "div", "floor_divide", "add_", "sub_", "div_", "floor_divide_",
@@ -284,15 +286,38 @@ def _check_unary_inplace(prim_, cls: _DtypeClass, x) -> None:
 def _unary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
     """A unary elementwise primitive, its in-place variant, and their op functions."""
     prim = elementwise(name, lower, out_dtype=cls.rule(name))
+    as_is, plain = cls.as_is, []  # plain: [the primitive's fast-path executable], once looked up
 
-    def op(x):
+    def op(x, *, out=None):
+        # NOTE: the eager fast path (`apply_plain`) inlined, the commonest case first: one unary op on a plain
+        # tensor whose dtype is taken as it is costs its executable's call plus about a microsecond. `out=` is
+        # handled here, not by a wrapper (`out_variant`), which would be one call more per op.
+        if out is not None:
+            return write_out(name, op(x), out)
+        if type(x) is Tensor and not x._chain and x._strides is None and not _transforms[0]:
+            base = x._storage.base
+            try:
+                dtype = base.aval.dtype
+            except AttributeError:
+                dtype = None
+            if dtype in as_is:
+                if not plain:
+                    plain.append(plain_executable(prim, {}))
+                fn = plain[0]
+                if fn is not None:
+                    try:
+                        out = fn(base)
+                    except Exception:  # NOTE: `bind` says what is wrong
+                        pass
+                    else:
+                        storage = _new(Storage)
+                        storage.base, storage.version, storage.owned = out, 0, True
+                        t = _new(Tensor)
+                        t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
+                        return t
         if isinstance(x, Tensor):
             dtype = x.dtype
-            if dtype in cls.as_is or cls.takes_as_is(dtype):  # NOTE: the common case, known once per dtype
-                if type(x) is Tensor and not x._chain and x._strides is None and not _transforms[0]:
-                    out = apply_plain(prim, x._storage.base)
-                    if out is not None:
-                        return out
+            if dtype in as_is or cls.takes_as_is(dtype):  # NOTE: the common case, known once per dtype
                 return prim.bind(x)
         x = _unary_operand(cls, x)
         _refuse_complex(prim, cls, x.dtype)

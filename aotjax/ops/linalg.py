@@ -196,10 +196,12 @@ def matmul(a, b):
     (5, 2, 4)
     """
     if (type(a) is type(b) is Tensor and not a._chain and not b._chain and a._strides is None
-            and b._strides is None and not _transforms[0] and a.dtype == b.dtype):  # NOTE: the eager fast path
-        out = apply_plain(matmul_p, a._storage.base, b._storage.base)
-        if out is not None:
-            return out
+            and b._strides is None and not _transforms[0]):  # NOTE: the eager fast path (`apply_plain`)
+        x, y = a._storage.base, b._storage.base
+        if x.dtype == y.dtype:
+            out = apply_plain(matmul_p, x, y)
+            if out is not None:
+                return out
     a, b = as_tensor(a), as_tensor(b)
     _same_dtype("matmul", a, b)
     return matmul_p.bind(a, b)
