@@ -1,58 +1,74 @@
 """aotjax: PyTorch-style mutable tensors under JAX-style composable function transforms."""
-import aotjax.fft as fft  # noqa: F401  (the public torch.fft namespace, not the aotjax.ops.fft family)
-import aotjax.func as func  # noqa: F401
-import aotjax.linalg as linalg  # noqa: F401  (the public torch.linalg namespace, not the aotjax.ops.linalg family)
-import aotjax.masked as masked  # noqa: F401  (the public torch.masked namespace, plain tensors with mask=)
-import aotjax.nn as nn  # noqa: F401  (the package; `from aotjax.ops import *` brings the aotjax.ops.nn module)
-import aotjax.optim as optim  # noqa: F401
-import aotjax.partition as partition  # noqa: F401
-import aotjax.signal as signal  # noqa: F401  (the public torch.signal namespace: windows)
-import aotjax.special as special  # noqa: F401  (the public torch.special namespace)
-from aotjax import lax  # noqa: F401,E402
-from aotjax.core import ClosedJaxpr, Jaxpr, ShapedArray, eval_jaxpr, typecheck
-from aotjax.core.checks import config  # noqa: F401
-from aotjax.dtypes import *  # noqa: F401,F403
-from aotjax.lax import cond, fori_loop, scan, switch, while_loop  # noqa: F401,E402
-from aotjax.lowering import compile, to_jax  # noqa: F401
-from aotjax.ops import *  # noqa: F401,F403
-from aotjax.ops import random  # noqa: F401
-from aotjax.ops.unsupported import module_getattr as __getattr__  # noqa: F401  (clear errors for torch ops left out)
-from aotjax.tensor import Tensor
-from aotjax.transforms import (  # noqa: F401
-                               aot,
-                               aot_function,
-                               aot_module,
-                               checkpoint,
-                               checkpoint_name,
-                               checkpoint_policies,
-                               custom_jvp,
-                               custom_vjp,
-                               deserialize,
-                               enable_grad,
-                               export,
-                               forward_backward,
-                               functionalize,
-                               grad,
-                               hessian,
-                               inference_mode,
-                               is_grad_enabled,
-                               jacfwd,
-                               jacrev,
-                               jit,
-                               jvp,
-                               linearize,
-                               make_jaxpr,
-                               no_grad,
-                               print_saved_residuals,
-                               remat,
-                               saved_residuals,
-                               set_grad_enabled,
-                               stop_gradient,
-                               value_and_grad,
-                               vjp,
-                               vmap,
-                               xla_compiler,
-)
-from aotjax.transforms.shard_map import shard_map  # noqa: F401,E402  (after `from aotjax.ops import *`: not the module)
+import gc as _gc
+
+import jax as _jax  # noqa: F401  (first, its import as usual: see below)
+
+# NOTE: aotjax's modules make some 30k objects that live as long as the process (functions, classes, the
+# primitives' rule tables) and free none. Their allocations made the collector run a full pass over every object
+# of the process in the middle of the import (about 50 ms here, a third of what importing aotjax costs beyond jax,
+# for nothing to collect). The collector is paused while aotjax's own modules import, and runs again after as
+# before: its next full pass comes when the program's own allocations call for one.
+_collecting = _gc.isenabled()
+_gc.disable()
+try:
+    import aotjax.fft as fft  # noqa: F401  (the public torch.fft namespace, not the aotjax.ops.fft family)
+    import aotjax.func as func  # noqa: F401
+    import aotjax.linalg as linalg  # noqa: F401  (the public torch.linalg namespace, not the aotjax.ops.linalg family)
+    import aotjax.masked as masked  # noqa: F401  (the public torch.masked namespace, plain tensors with mask=)
+    import aotjax.nn as nn  # noqa: F401  (the package; `from aotjax.ops import *` brings the aotjax.ops.nn module)
+    import aotjax.optim as optim  # noqa: F401
+    import aotjax.partition as partition  # noqa: F401
+    import aotjax.signal as signal  # noqa: F401  (the public torch.signal namespace: windows)
+    import aotjax.special as special  # noqa: F401  (the public torch.special namespace)
+    from aotjax import lax  # noqa: F401,E402
+    from aotjax.core import ClosedJaxpr, Jaxpr, ShapedArray, eval_jaxpr, typecheck
+    from aotjax.core.checks import config  # noqa: F401
+    from aotjax.dtypes import *  # noqa: F401,F403
+    from aotjax.lax import cond, fori_loop, scan, switch, while_loop  # noqa: F401,E402
+    from aotjax.lowering import compile, to_jax  # noqa: F401
+    from aotjax.ops import *  # noqa: F401,F403
+    from aotjax.ops import random  # noqa: F401
+    from aotjax.ops.unsupported import module_getattr as __getattr__  # noqa: F401  (clear errors for torch ops left out)
+    from aotjax.tensor import Tensor
+    from aotjax.transforms import (  # noqa: F401
+                                   aot,
+                                   aot_function,
+                                   aot_module,
+                                   checkpoint,
+                                   checkpoint_name,
+                                   checkpoint_policies,
+                                   custom_jvp,
+                                   custom_vjp,
+                                   deserialize,
+                                   enable_grad,
+                                   export,
+                                   forward_backward,
+                                   functionalize,
+                                   grad,
+                                   hessian,
+                                   inference_mode,
+                                   is_grad_enabled,
+                                   jacfwd,
+                                   jacrev,
+                                   jit,
+                                   jvp,
+                                   linearize,
+                                   make_jaxpr,
+                                   no_grad,
+                                   print_saved_residuals,
+                                   remat,
+                                   saved_residuals,
+                                   set_grad_enabled,
+                                   stop_gradient,
+                                   value_and_grad,
+                                   vjp,
+                                   vmap,
+                                   xla_compiler,
+    )
+    from aotjax.transforms.shard_map import shard_map  # noqa: F401,E402  (after `from aotjax.ops import *`: not the module)
+finally:
+    if _collecting:
+        _gc.enable()
+    del _collecting, _gc, _jax
 
 __version__ = "0.1.0"

@@ -280,3 +280,44 @@ def test_setting_the_config_is_seen_by_the_next_call():
             pick(x, i)  # the very same tensors as the last call
     finally:
         aotjax.config.checks = False
+
+
+def test_after_fast_calls_keywords_other_argument_counts_and_errors_take_the_full_path(full_keys):
+    # the last call's fast path is the jitted function's call itself: whatever it does not match goes on to the full
+    # path, with the same arguments
+    f = aotjax.jit(lambda x, scale=2.0: x * scale)
+    x = aotjax.tensor([1.0, 2.0])
+    f(x)
+    f(x)
+    for args, kwargs, expected in (((x,), {"scale": 3.0}, [3.0, 6.0]), ((x, 4.0), {}, [4.0, 8.0]),
+                                   ((x,), {}, [2.0, 4.0])):
+        before = full_keys[0]
+        np.testing.assert_allclose(f(*args, **kwargs).numpy(), expected)
+        assert full_keys[0] > before  # the full path
+    before = full_keys[0]
+    np.testing.assert_allclose(f(x).numpy(), [2.0, 4.0])
+    assert full_keys[0] == before  # the fast path again
+    with pytest.raises(TypeError):
+        f()
+    with pytest.raises(TypeError):
+        f(x, 1.0, 2.0)
+    np.testing.assert_allclose(f(x).numpy(), [2.0, 4.0])
+
+
+def test_a_jitted_function_that_ran_fast_calls_is_freed_as_soon_as_it_is_dropped():
+    import gc
+    import weakref
+
+    f = aotjax.jit(lambda a: a.add_(1).sum())
+    x = aotjax.ones(3)
+    f(x)
+    f(x)
+    gone = weakref.ref(f)
+    collecting = gc.isenabled()
+    gc.disable()  # NOTE: by its reference count: its fast path holds no reference back to it
+    try:
+        del f
+        assert gone() is None
+    finally:
+        if collecting:
+            gc.enable()

@@ -313,7 +313,8 @@ def _unary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
                         storage = _new(Storage)
                         storage.base, storage.version, storage.owned = out, 0, True
                         t = _new(Tensor)
-                        t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
+                        t._storage, t._chain, t._aval = storage, (), None
+                        t._strides, t._offset, t._cache = None, 0, None
                         return t
         if isinstance(x, Tensor):
             dtype = x.dtype

@@ -105,12 +105,15 @@ class FastCall:
 
     @classmethod
     def build(cls, fn: Callable, meta: BoundaryMeta, jaxpr, donated: tuple, mutated_pos: list, base_pos: list,
-              args: tuple, implicit: list, sig: Signature, unless_checks: bool = False) -> "FastCall | None":
+              args: tuple, implicit: list, sig: Signature, unless_checks: bool = False,
+              slow: Callable | None = None) -> "FastCall | None":
         """The fast path of the call that just ran `fn` (a compiled entry's jitted function) on `args` (positional
         only; `implicit`: the entry's captured tensors) with signature `sig` (taken before the call), or None where
         it does not apply (tensors sharing memory, the same object twice, view changes of inputs). It misses while
         a staging transform traces (the call is staged then), and with `unless_checks` while `aotjax.config.checks`
-        is on (the entry was compiled without checks)."""
+        is on (the entry was compiled without checks). With `slow` (a weak reference to the caller's full path),
+        `run` takes the call's own arguments (`*args, **kwargs`) and calls `slow()` with them where it misses: it
+        can then be the caller's `__call__` itself (`Jitted`), one Python frame fewer per call."""
         full = [*args, *implicit]
         groups = meta.groups
         if meta.metadata or len(groups) != len(full) or any(
@@ -135,7 +138,7 @@ class FastCall:
         self.outputs = [(s.kind, s.index, s.layout, s.value) for s in meta.outputs]
         self.single = meta.out_tree.num_leaves == 1 and meta.out_tree.num_nodes == 1
         self.statics = None  # what a caller with static arguments keeps of them, to compare (`jit`'s)
-        self.run, self.source = specialized_run(self, args)
+        self.run, self.source = specialized_run(self, args, slow)
         return self
 
     def refit(self, tensors: tuple) -> bool:
@@ -183,9 +186,10 @@ def unshare_donated(vals: list, donated: tuple) -> None:
 # `collections.namedtuple` build their methods): a repeated call costs a few bytecodes per argument.
 # `FastCall.source` keeps the text, for reading.
 
-def specialized_run(fast: FastCall, args: tuple) -> tuple[Callable, str]:
+def specialized_run(fast: FastCall, args: tuple, slow: Callable | None = None) -> tuple[Callable, str]:
     """The function `fast.run`, compiled for `fast` (built from the call with positional `args`), and its
-    source."""
+    source: `run(args)` returning MISS where it misses, or with `slow` (see `FastCall.build`) `run(*args,
+    **kwargs)` calling `slow()(*args, **kwargs)` there."""
     n = len(args)
     implicit = fast.implicit
     full = [*args, *implicit]
@@ -195,31 +199,35 @@ def specialized_run(fast: FastCall, args: tuple) -> tuple[Callable, str]:
     env: dict[str, Any] = {"MISS": MISS, "SignatureChanged": SignatureChanged, "fn": fast.fn, "read": read,
                            "write": write, "copy": jnp.copy, "unshare": unshare_donated, "EW": eager_writes,
                            "asarray": np.asarray, "Storage": Storage, "Tensor": Tensor, "new": _new,
-                           "refit": fast.refit, "fast": fast}
+                           "refit": fast.refit, "fast": fast, "SLOW": slow}
     for j, t in enumerate(implicit):
         env[names[n + j]] = t
-    lines = ["def run(args):"]
+    miss = "MISS" if slow is None else "SLOW()(*args)"  # NOTE: what a miss returns
+    if slow is None:
+        lines = ["def run(args):"]
+    else:
+        lines = ["def run(*args, **kwargs):", "    if kwargs:", "        return SLOW()(*args, **kwargs)"]
     emit = lines.append
     if n:
         emit("    try:")
         emit(f"        {''.join(name + ', ' for name in names[:n])}= args")
         emit("    except ValueError:  # NOTE: another number of arguments")
-        emit("        return MISS")
+        emit(f"        return {miss}")
     else:
         emit("    if args:")
-        emit("        return MISS")
+        emit(f"        return {miss}")
     for i, x in enumerate(args):
         if not isinstance(x, Tensor):
             env[f"T{i}"] = type(x)
             emit(f"    if type(a{i}) is not T{i}:")
-            emit("        return MISS")
+            emit(f"        return {miss}")
     # the signature: the same tensor objects as the last call's, and nothing changed since (`FastCall.refit`)
     env.update(W=fast.refs, STAMP=fast.stamp, CALL_EPOCH=call_epoch.epoch)
     checks = ["CALL_EPOCH[0] != STAMP[0]"]
     checks += [f"{names[i]} is not W[{k}]()" for k, i in enumerate(i for i in tensors if i < n)]
     emit(f"    if {' or '.join(checks)}:")
     emit(f"        if not refit(({''.join(names[i] + ', ' for i in tensors)})):")
-    emit("            return MISS")
+    emit(f"            return {miss}")
     emit("        fresh = True")
     emit("    else:")
     emit("        fresh = False")
@@ -254,7 +262,7 @@ def specialized_run(fast: FastCall, args: tuple) -> tuple[Callable, str]:
     emit("    try:")
     emit(f"        outs = fn({values})")
     emit("    except SignatureChanged:")
-    emit("        return MISS")
+    emit(f"        return {miss}")
     if fast.generic:
         env.update(apply=apply, meta=fast.meta, wrap=Tensor._wrap)
         mutated = ", ".join(f"outs[{p}]" for p in fast.mutated_pos)

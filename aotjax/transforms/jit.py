@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import weakref
 from operator import attrgetter
 from typing import Any, Callable, Sequence
 
@@ -239,7 +240,9 @@ class Jitted:
         that is None, `aotjax.config.checks`): part of the compile cache key."""
         return self.checks if self.checks is not None else config.checks
 
-    def __call__(self, *args, **kwargs):
+    def _call(self, *args, **kwargs):
+        """A call: the last call's fast path when it applies (with static arguments, `_fast_run`: without, the
+        call came here because `_invoke` missed), else the full path, which traces and compiles when it must."""
         if not kwargs:
             out = self._fast_run(args)
             if out is not _MISS:
@@ -265,15 +268,30 @@ class Jitted:
             dyn = tuple(a for i, a in enumerate(args) if i not in static_pos) if static_pos else args
             fast_sig = fast_call.signature(dyn, entry.staged.implicit)
         out = entry.run(full, entry.fn)
-        self._fast_run = fast_call.no_fast_call
+        self._forget_fast_call()
         if fast_sig is not None:
+            slow = None if static_pos else weakref.WeakMethod(self._call)
             fast = fast_call.FastCall.build(entry.fn, entry.staged.meta, entry.staged.jaxpr, entry.donated,
                                             entry.mutated_pos, entry.base_pos, dyn, entry.staged.implicit, fast_sig,
-                                            unless_checks=self.checks is None)
+                                            unless_checks=self.checks is None, slow=slow)
             if fast is not None:
                 fast.statics = (len(args), tuple(static_pos), statics)
-                self._fast_run = fast.run if not static_pos else functools.partial(self._fast_static, fast)
+                if static_pos:
+                    self._fast_run = functools.partial(self._fast_static, fast)
+                else:
+                    self._invoke = fast.run
         return out
+
+    # NOTE: `jitted(*args)` calls `_invoke`: `_call`, or once a call without static arguments ran, that call's fast
+    # path compiled to take the arguments itself (`FastCall.build` with `slow`; where it misses it goes on to
+    # `_call`). A property that returns it, rather than a `__call__` that calls it, saves a Python frame per call;
+    # the class's `_invoke` is `_call` (bound when read from the object: no reference cycle).
+    _invoke = _call
+    __call__ = property(attrgetter("_invoke"), doc="Call the function: see `jit`.")
+
+    def _forget_fast_call(self) -> None:
+        self._fast_run = fast_call.no_fast_call
+        self.__dict__.pop("_invoke", None)
 
     def _fast_static(self, fast: fast_call.FastCall, args: tuple) -> Any:
         """`fast.run(dynamic arguments)` for a call whose static arguments are the last call's (equal, of the same
@@ -330,7 +348,7 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
-        self._fast_run = fast_call.no_fast_call
+        self._forget_fast_call()
 
     def __repr__(self) -> str:
         options = f", static_argnums={self.static_argnums}" if self.static_argnums else ""
