@@ -27,6 +27,7 @@ from aotjax.interpreters.lowering import checked_executable, lowering_rule
 from aotjax.tensor import Storage, Tensor, record_layout, view_layout
 
 _new = object.__new__
+_wrap = Tensor._wrap
 
 _jitted: dict = {}
 
@@ -167,23 +168,25 @@ def _plain_executable(prim: Primitive):
     return False
 
 
-def apply_plain(prim: Primitive, *vals):
-    """`prim.bind` of plain eager tensors whose bases are `vals` (see above), or None."""
+def _plain_fn(prim: Primitive, kind: Kind):
+    """`prim`'s executable without params for the fast path if `prim` is of `kind` and the fast path applies to it,
+    else False (looked up once per primitive)."""
     fn = _plain.get(prim)
     if fn is None:
         fn = _plain[prim] = _plain_executable(prim)
-    if fn is False or prim.kind is not _FUNCTIONAL:
-        return None
-    return run_plain(fn, *vals)
+    return fn if prim.kind is kind else False
+
+
+def apply_plain(prim: Primitive, *vals):
+    """`prim.bind` of plain eager tensors whose bases are `vals` (see above), or None."""
+    fn = _plain_fn(prim, _FUNCTIONAL)
+    return None if fn is False else run_plain(fn, *vals)
 
 
 def plain_executable(prim: Primitive, params: dict):
     """`prim`'s executable for `params` (a reduction's axes) for the fast path, or None where it does not apply: a
     frontend keeps it per call signature and runs it with `run_plain`."""
-    ok = _plain.get(prim)
-    if ok is None:
-        ok = _plain[prim] = _plain_executable(prim)
-    if ok is False or prim.kind is not _FUNCTIONAL:
+    if _plain_fn(prim, _FUNCTIONAL) is False:
         return None
     try:
         return executable(prim, params)
@@ -197,20 +200,14 @@ def run_plain(fn, *vals):
         out = fn(*vals)
     except Exception:  # NOTE: `bind` says what is wrong
         return None
-    storage = _new(Storage)
-    storage.base, storage.version, storage.owned = out, 0, True
-    t = _new(Tensor)
-    t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
-    return t
+    return _wrap(out)
 
 
 def write_plain(prim: Primitive, x: Tensor, *vals):
     """`prim.bind(x, ...)` for an in-place primitive writing its first operand, plain eager tensor `x`, the other
     operands plain too (`vals`: the bases, `x`'s first): `x` after the write, or None (see above)."""
-    fn = _plain.get(prim)
-    if fn is None:
-        fn = _plain[prim] = _plain_executable(prim)
-    if fn is False or prim.kind is not _MUTATION:
+    fn = _plain_fn(prim, _MUTATION)
+    if fn is False:
         return None
     try:
         new = fn(*vals)

@@ -278,11 +278,12 @@ def out_variant(fn: Callable) -> Callable:
     (True, tensor([2., 3.]))
     """
     try:
-        if "out" in inspect.signature(fn).parameters:  # NOTE: an op that takes `out=` itself (the unary ops)
-            return fn
+        sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        pass
-    op = _with_out_keyword(fn)
+        sig = None
+    if sig is not None and "out" in sig.parameters:  # NOTE: an op that takes `out=` itself (the unary ops)
+        return fn
+    op = _with_out_keyword(fn, sig) if sig is not None else None
     if op is None:
         def op(*args, out=None, **kwargs):
             result = fn(*args, **kwargs)
@@ -290,15 +291,11 @@ def out_variant(fn: Callable) -> Callable:
     return functools.wraps(fn)(op)
 
 
-def _with_out_keyword(fn: Callable) -> Callable | None:
-    """`fn`'s out variant with `fn`'s own parameters and keyword `out=None`, compiled from source: called without
-    `out`, it costs one plain call more than `fn` (a `*args, **kwargs` wrapper costs several times that, once per
-    eager op). None where `fn`'s signature cannot be read or already has `out`."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
-    if {"out", "fn", "write_out", "NAME", "result"} & set(sig.parameters):  # NOTE: names the source uses
+def _with_out_keyword(fn: Callable, sig: inspect.Signature) -> Callable | None:
+    """`fn`'s out variant with `fn`'s own parameters (`sig`) and keyword `out=None`, compiled from source: called
+    without `out`, it costs one plain call more than `fn` (a `*args, **kwargs` wrapper costs several times that,
+    once per eager op). None where a parameter's name is one the source uses."""
+    if {"fn", "write_out", "NAME", "result"} & set(sig.parameters):
         return None
     env: dict = {"fn": fn, "write_out": write_out, "NAME": fn.__name__}
     params, call, star = [], [], False

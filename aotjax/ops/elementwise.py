@@ -309,7 +309,7 @@ def _unary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
                         out = fn(base)
                     except Exception:  # NOTE: `bind` says what is wrong
                         pass
-                    else:
+                    else:  # NOTE: `Tensor._wrap(out)` inlined: the call costs exp 0.1-0.2 µs (5.6 -> 5.75)
                         storage = _new(Storage)
                         storage.base, storage.version, storage.owned = out, 0, True
                         t = _new(Tensor)

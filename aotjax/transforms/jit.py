@@ -217,7 +217,8 @@ class Jitted:
         self.checks = checks
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
         self._cache: dict = {}
-        # the last compiled call, to repeat: its `FastCall.run` (or `_fast_static`), MISS for any call when none
+        # the last compiled call with static arguments, to repeat (`_fast_static`; without them, `_invoke` is the
+        # fast path): MISS for any call when none
         self._fast_run: Callable = fast_call.no_fast_call
         self.trace_count = 0
         functools.update_wrapper(self, fun, updated=())  # NOTE: not fun.__dict__: a wrapped Jitted has state
