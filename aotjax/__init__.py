@@ -11,11 +11,11 @@ import jax as _jax  # noqa: F401  (first, its import as usual: see below)
 _collecting = _gc.isenabled()
 _gc.disable()
 try:
-    import aotjax.fft as fft  # noqa: F401  (the public torch.fft namespace, not the aotjax.ops.fft family)
+    import aotjax.fft as fft  # noqa: F401  (the public torch.fft namespace, not the aotjax.ops.fft.fourier family)
     import aotjax.func as func  # noqa: F401
-    import aotjax.linalg as linalg  # noqa: F401  (the public torch.linalg namespace, not the aotjax.ops.linalg family)
+    import aotjax.linalg as linalg  # noqa: F401  (the public torch.linalg namespace, not the aotjax.ops.linalg.matmul family)
     import aotjax.masked as masked  # noqa: F401  (the public torch.masked namespace, plain tensors with mask=)
-    import aotjax.nn as nn  # noqa: F401  (the package; `from aotjax.ops import *` brings the aotjax.ops.nn module)
+    import aotjax.nn as nn  # noqa: F401  (the package; `from aotjax.ops import *` gives no module of aotjax.ops)
     import aotjax.optim as optim  # noqa: F401
     import aotjax.partition as partition  # noqa: F401
     import aotjax.signal as signal  # noqa: F401  (the public torch.signal namespace: windows)
@@ -27,7 +27,7 @@ try:
     from aotjax.lax import cond, fori_loop, scan, switch, while_loop  # noqa: F401,E402
     from aotjax.lowering import compile, to_jax  # noqa: F401
     from aotjax.ops import *  # noqa: F401,F403
-    from aotjax.ops import random  # noqa: F401
+    from aotjax.ops.random import keys as random  # noqa: F401
     from aotjax.ops.unsupported import module_getattr as __getattr__  # noqa: F401  (clear errors for torch ops left out)
     from aotjax.tensor import Tensor
     from aotjax.transforms import (  # noqa: F401

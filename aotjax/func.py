@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from aotjax.ops.shape import stack
+from aotjax.ops.shape.copies import stack
 
 __all__ = ["functional_call", "stack_module_state"]
 

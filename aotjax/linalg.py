@@ -1,12 +1,12 @@
 """`aotjax.linalg`: PyTorch's `torch.linalg` namespace (factorizations, solvers, determinants, norms), batched
 over leading dims, with torch's names, arguments and result NamedTuples (`QR`, `SVD`, `EighResult`,
-`SlogdetResult`, ...). The ops live in the op families (`aotjax.ops.decompositions`; `matmul` and friends in
-`aotjax.ops.linalg`).
+`SlogdetResult`, ...). The ops live in the op families (`aotjax.ops.linalg.decompositions`; `matmul` and friends in
+`aotjax.ops.linalg.matmul`).
 
 >>> aotjax.linalg.solve(aotjax.tensor([[2.0, 0.0], [0.0, 4.0]]), aotjax.tensor([2.0, 4.0]))
 tensor([1., 1.])
 """
-from aotjax.ops.decompositions import (  # noqa: F401
+from aotjax.ops.linalg.decompositions import (  # noqa: F401
     LINALG,
     QR,
     SVD,
@@ -48,8 +48,9 @@ from aotjax.ops.decompositions import (  # noqa: F401
     vecdot,
     vector_norm,
 )
-from aotjax.ops.extra_linalg import LINALG as _EXTRA
-from aotjax.ops.extra_linalg import (  # noqa: F401
+from aotjax.ops.linalg.matmul import matmul  # noqa: F401
+from aotjax.ops.linalg.solvers import LINALG as _EXTRA
+from aotjax.ops.linalg.solvers import (  # noqa: F401
     LUFactorExResult,
     SolveExResult,
     cond,
@@ -61,6 +62,5 @@ from aotjax.ops.extra_linalg import (  # noqa: F401
     tensorsolve,
     vander,
 )
-from aotjax.ops.linalg import matmul  # noqa: F401
 
 __all__ = LINALG + ["matmul"] + _EXTRA

@@ -60,7 +60,7 @@ class Tensor:
 
     def __init__(self, data, dtype=None):
         """`aotjax.Tensor(data, dtype)` is `aotjax.tensor(data, dtype)`."""
-        raise NotImplementedError  # NOTE: replaced beside `tensor` in aotjax.ops.creation when that module loads
+        raise NotImplementedError  # NOTE: replaced beside `tensor` in aotjax.ops.base.data when that module loads
 
     # -- construction (internal) ------------------------------------------------------------
     def _init_slots(self, aval: ShapedArray | None, strides: tuple | None = None, offset: int = 0,
@@ -366,7 +366,7 @@ def view_layout(prim: Primitive, x, shape: tuple[int, ...], params: dict) -> tup
 def record_layout(prim: Primitive, operands, outs: list, params: dict) -> list:
     """Give each tensor of `outs`, the results of `prim` on `operands`, its PyTorch layout: for a view,
     `view_layout` of operand 0; for a functional primitive with a `layout_rule` (elementwise ops, casts,
-    `clone`, `*_like`: `aotjax.ops.layout`), the strides the rule gives. Returns `outs`."""
+    `clone`, `*_like`: `aotjax.ops.base.layout`), the strides the rule gives. Returns `outs`."""
     if prim.view_strides is not None:
         for o in outs:
             o._strides, o._offset = view_layout(prim, operands[0], tuple(o.shape), params)

@@ -12,7 +12,7 @@ import pytest
 import aotjax
 from aotjax import Tensor
 from aotjax.core.errors import AliasingError
-from aotjax.ops.promotion import default_int_dtype
+from aotjax.ops.base.promotion import default_int_dtype
 
 # -- the mode: conftest.py sets it from AOTJAX_TEST_X64 before any test module is imported ----------
 X64 = bool(jax.config.jax_enable_x64)

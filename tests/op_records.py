@@ -33,10 +33,10 @@ import numpy as np
 import pytest
 
 import aotjax
-from aotjax.ops.calls import Program, compiled_call_p
-from aotjax.ops.indexing import copy_p, fill_p
-from aotjax.ops.remat import optimization_barrier_p
-from aotjax.ops.views import diagonal_scatter_p, select_scatter_p, slice_scatter_p
+from aotjax.ops.calls.compiled import Program, compiled_call_p
+from aotjax.ops.calls.remat import optimization_barrier_p
+from aotjax.ops.indexing.subscripts import copy_p, fill_p
+from aotjax.ops.shape.views import diagonal_scatter_p, select_scatter_p, slice_scatter_p
 from aotjax.transforms.aot import xla_compiler
 from tests.helpers import FLOAT, INT, X64, by_mode
 

@@ -1,5 +1,5 @@
-"""Op records of the extra family's new primitives (aotjax/ops/extra_special.py): the jvp/vjp/vmap sweeps check
-each rule against jax's own derivative of the same function. Their values are checked against torch in
+"""Op records of `igamma`, `igammac`, `nextafter` and `frexp` (aotjax/ops/math/special.py): the jvp/vjp/vmap
+sweeps check each rule against jax's own derivative of the same function. Their values are checked against torch in
 tests/ops/test_extra_vs_torch.py, as are igamma's and igammac's derivatives (no record: compiling jax's gammainc
 costs seconds per sweep)."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Op records of the complex and fft families' primitives (aotjax/ops/complex_numbers.py, aotjax/ops/fft.py,
-`eig`/`eigvals` in aotjax/ops/decompositions.py): each record maps real inputs to real outputs (complex values are
-built and taken apart with `view_as_complex`/`view_as_real`, themselves primitives here), so the derivative sweeps
+"""Op records of the complex and fft families' primitives (aotjax/ops/math/complex.py, aotjax/ops/fft/fourier.py,
+`eig`/`eigvals` in aotjax/ops/linalg/decompositions.py): each record maps real inputs to real outputs (complex values
+are built and taken apart with `view_as_complex`/`view_as_real`, themselves primitives here), so the derivative sweeps
 and the dot-product test of each linear primitive run on real arrays. Values and derivatives against torch are in
 tests/ops/test_complex_vs_torch.py and tests/ops/test_fft_vs_torch.py."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Op records of the `from_jax` primitives (aotjax/ops/decompositions.py): `det` and `solve` with jax references
+"""Op records of the `from_jax` primitives (aotjax/ops/linalg/decompositions.py): `det` and `solve` with jax references
 (the jvp/vjp/vmap sweeps), and each primitive's tangent map `X_jvp` transposed by the dot-product test. Their
 values are checked against torch in tests/ops/test_linalg_vs_torch.py."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Op records of the pointwise family's new primitives (aotjax/ops/pointwise.py) whose derivatives are written by
+"""Op records of the pointwise family's new primitives (aotjax/ops/math/functions.py) whose derivatives are written by
 hand: the jvp/vjp/vmap sweeps check each rule against jax's own derivative of the same function. Their values are
 checked against torch in tests/ops/test_elementwise_vs_torch.py."""
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aotjax.ops.arrangement import unfold_scatter_p
+from aotjax.ops.shape.arrangement import unfold_scatter_p
 from tests.op_records import L0, L01, op, view
 
 _OVERLAPPING = np.arange(3)[:, None] + np.arange(3)  # size 3, step 1 over a length-5 dim: 3 windows

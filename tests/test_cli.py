@@ -192,3 +192,33 @@ def test_explain_aot_shows_joint_forward_backward_and_residuals(tmp_path):
     assert "in   2  bool[4,2]      residual[2] gt at aot_model.py:2 (loss)" in backward
     assert "out  0  f32[4,3]       cotangent[x]" in backward and "matmul" in backward
     assert "bool[4,2]  8 bytes  gt at aot_model.py:2 (loss)" in residuals and "total: 80 bytes" in residuals
+
+
+def test_where_says_where_a_name_is_defined(capsys):
+    from aotjax.cli import main
+
+    assert main(["where", "Tensor.add_", "torch.nn.functional.softmax", "Tensor.real", "nn.Linear"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("Tensor.add_: aotjax/ops/math/elementwise.py:")
+    assert out[1].startswith("torch.nn.functional.softmax: aotjax/ops/nn/activations.py:")
+    assert "property getter" in out[2] and "property setter" in out[3] and "aotjax/ops/math/complex.py" in out[3]
+    assert out[4].startswith("nn.Linear: aotjax/nn/modules/linear.py:") and "(class in" in out[4]
+    assert main(["where", "Tensor.no_such_method", "float32"]) == 1
+    err = capsys.readouterr().err
+    assert "aotjax.Tensor.no_such_method does not exist" in err and "float32 is a" in err
+
+
+def test_where_finds_every_tensor_method_in_its_family():
+    """`where Tensor.X` answers for every public method and property: a line in a module of the package that binds
+    or defines it (an op made by a factory, `exp_p, exp__p, exp, exp_ = _unary(...)`, is found where it is bound)."""
+    import aotjax
+    from aotjax.cli.where import ROOT, locate
+
+    names = [n for n in dir(aotjax.Tensor) if not n.startswith("_")]
+    assert len(names) > 400
+    for name in names:
+        for loc in locate(f"Tensor.{name}"):
+            lines = (ROOT / loc.file).read_text().splitlines()
+            assert loc.file.startswith("aotjax/") and 1 <= loc.line <= len(lines), (name, loc)
+    loc, = locate("Tensor.exp")
+    assert "_unary(\"exp\"" in (ROOT / loc.file).read_text().splitlines()[loc.line - 1]

@@ -76,7 +76,7 @@ def test_closed_over_tensor_is_a_constant_and_cannot_be_mutated():
 
 @pytest.mark.parametrize("how", ["eager", "make_jaxpr", "functionalize", "jit", "grad"])
 def test_bind_refuses_an_unhashable_param_under_every_interpreter(how):
-    from aotjax.ops.views import permute_p
+    from aotjax.ops.shape.views import permute_p
 
     def f(x):
         return permute_p.bind(x, perm=[1, 0]).sum()  # a list: params must be hashable

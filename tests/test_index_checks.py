@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import aotjax
-from aotjax.ops.indexing import check_index_p
+from aotjax.ops.indexing.subscripts import check_index_p
 
 F = aotjax.nn.functional
 T = aotjax.tensor

@@ -1,9 +1,9 @@
 """Imports point one way: core <- tensor <- interpreters <- ops <- lowering/runtime/transforms/partition <-
 nn/cli/the package. Every module's imports are read from its AST (imports inside functions included); an
 import of a higher layer must be lazy (inside a function) and carry a `# NOTE:` comment, on its line or
-
-pytestmark = pytest.mark.x32_only  # NOTE: independent of the float width: not run again in the x64 pass
-the line before, that says why it must run back up."""
+the line before, that says why it must run back up. Inside `aotjax/ops/` the families stand on floors (base, then
+the data and shape primitives, math, reductions and products, indexing, the compositions), and no import, at module
+level or lazy, closes a circle anywhere in the package."""
 import ast
 import os
 import re
@@ -11,9 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 import aotjax
+
+pytestmark = pytest.mark.x32_only  # NOTE: independent of the float width: not run again in the x64 pass
 
 PACKAGE = Path(aotjax.__file__).parent
 ROOT = PACKAGE.parent
@@ -37,7 +40,31 @@ LAYERS = {
     "aotjax": 5,  # the package itself: its public API
 }
 
+# Floors inside aotjax.ops (module prefix -> floor): a module imports its own floor and below. Families on one floor
+# may import each other; `test_no_import_circle` keeps that acyclic.
+OPS_FLOORS = {
+    "aotjax.ops.base": 0,  # promotion, layouts, combinators, argument helpers, casts, tensors from data: no family
+    "aotjax.ops.creation": 1,  # the data and shape primitives every family builds with
+    "aotjax.ops.shape.clone": 1,
+    "aotjax.ops.shape.views": 1,
+    "aotjax.ops.shape.copies": 1,
+    "aotjax.ops.random.keys": 1,
+    "aotjax.ops.random.generator": 1,
+    "aotjax.ops.math": 2,  # elementwise math
+    "aotjax.ops.reduce.reductions": 3,  # reduction and product primitives
+    "aotjax.ops.linalg.matmul": 3,
+    "aotjax.ops.indexing": 4,  # getitem/setitem, gather/scatter
+    "aotjax.ops": 5,  # compositions: nn, linalg, statistics, sorting, fft, control flow, distributions, calls, ...
+}
+
 NOTE = re.compile(r"#\s*NOTE:\s*\S.{8,}")
+
+
+def floor(module: str) -> int | None:
+    """The floor of a module of `aotjax.ops` (None for the package `aotjax.ops` itself and modules outside it)."""
+    if module == "aotjax.ops" or not module.startswith("aotjax.ops."):
+        return None
+    return OPS_FLOORS[max((p for p in OPS_FLOORS if module == p or module.startswith(p + ".")), key=len)]
 
 
 def rank(module: str) -> int:
@@ -161,3 +188,65 @@ def test_importing_the_tensor_module_first_works():
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "True"
+
+
+def import_graph(root: Path = PACKAGE) -> nx.DiGraph:
+    """Module -> the aotjax modules it imports, from every import statement in its AST (module level, inside
+    functions, under `if TYPE_CHECKING`)."""
+    graph = nx.DiGraph()
+    for path in sorted(root.rglob("*.py")):
+        module = module_name(path)
+        graph.add_node(module)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for target in imported_modules(node, module, path.name == "__init__.py"):
+                    if target != module:
+                        graph.add_edge(module, target)
+    return graph
+
+
+def test_no_import_circle():
+    graph = import_graph()
+    cycles = list(nx.simple_cycles(graph, length_bound=6))
+    assert cycles == [], "import circles: " + "; ".join(" -> ".join(c + c[:1]) for c in cycles[:5])
+
+
+def test_the_circle_check_finds_a_lazy_circle(tmp_path):
+    ops = tmp_path / "aotjax" / "ops"
+    ops.mkdir(parents=True)
+    (ops / "a.py").write_text("from aotjax.ops.b import g\n")
+    (ops / "b.py").write_text("def g():\n    from aotjax.ops.a import f  # NOTE: lazy, still a circle\n")
+    global ROOT
+    root, ROOT = ROOT, tmp_path
+    try:
+        graph = import_graph(tmp_path / "aotjax")
+    finally:
+        ROOT = root
+    assert [sorted(c) for c in nx.simple_cycles(graph)] == [["aotjax.ops.a", "aotjax.ops.b"]]
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if module_name(p).startswith("aotjax.ops.")],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_ops_families_import_their_floor_and_below(path):
+    module = module_name(path)
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for target in imported_modules(node, module, path.name == "__init__.py"):
+                if target == "aotjax.ops" or (floor(target) or 0) > floor(module):
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {module} (floor {floor(module)}) imports "
+                               f"{target} (floor {floor(target)})")
+    assert bad == []
+
+
+def test_ops_has_subject_folders_and_no_grab_bags():
+    ops = PACKAGE / "ops"
+    assert sorted(p.name for p in ops.glob("*.py")) == ["__init__.py", "unsupported.py"]
+    folders = {p.name for p in ops.iterdir() if (p / "__init__.py").exists()}
+    assert {"base", "math", "shape", "indexing", "reduce", "linalg", "fft", "nn", "random", "control_flow",
+            "distributed", "calls", "creation"} <= folders
+    grab_bags = [str(p.relative_to(ROOT)) for p in ops.rglob("*.py")
+                 if re.match(r"(extra|misc|more)_", p.stem) or re.search(r"\(more\)", p.read_text().split("\n")[0])]
+    assert grab_bags == []
+    for p in ops.rglob("*.py"):  # NOTE: every module is on a floor
+        floor(module_name(p))

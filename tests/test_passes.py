@@ -11,7 +11,7 @@ import pytest
 import aotjax
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var
 from aotjax.core.typecheck import JaxprTypeError
-from aotjax.ops.elementwise import sin_p
+from aotjax.ops.math.elementwise import sin_p
 from aotjax.transforms.passes import run_pass
 
 pytestmark = pytest.mark.x32_only  # NOTE: independent of the float width: not run again in the x64 pass

@@ -18,7 +18,7 @@ from aotjax.interpreters.jvp import defjvp, jvp_rules
 from aotjax.interpreters.lowering import lowering_rules
 from aotjax.interpreters.partial_eval import partial_eval_rules
 from aotjax.interpreters.transpose import transpose_rules
-from aotjax.ops._combinators import elementwise
+from aotjax.ops.base.combinators import elementwise
 from aotjax.partition import min_cut_partition
 from aotjax.partition.min_cut import flops
 from tests.op_records import RECORDS, records

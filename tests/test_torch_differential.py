@@ -1,6 +1,6 @@
 """Differential test against PyTorch, the semantics aotjax copies.
 
-- The layout rules themselves (`aotjax.ops.layout`) against PyTorch's on random strided operands.
+- The layout rules themselves (`aotjax.ops.base.layout`) against PyTorch's on random strided operands.
 - Every op of the op table (tests/op_records.py), run eagerly by aotjax and by PyTorch on the same inputs:
   contiguous, transposed, permuted and sliced (non-dense) operands, 0-d and broadcasting ones. Both must
   agree on values (to a tolerance), dtype (mapped to jax's active mode: int64 is int32 without x64), shape
@@ -25,7 +25,7 @@ import pytest
 import aotjax
 from aotjax.core.avals import canonicalize_dtype
 from aotjax.core.errors import AliasingError, AotjaxError, DTypeTruncationWarning
-from aotjax.ops.layout import infer_dense_strides, is_non_overlapping_and_dense, tensor_iterator_strides
+from aotjax.ops.base.layout import infer_dense_strides, is_non_overlapping_and_dense, tensor_iterator_strides
 from tests.helpers import check_boundary_agrees
 from tests.op_records import (
     BOOL,

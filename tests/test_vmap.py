@@ -11,7 +11,7 @@ import aotjax
 from aotjax.core import primitive as primitive_module
 from aotjax.core.primitive import Kind, Primitive, all_primitives
 from aotjax.interpreters.batching import batching_rules, collective_rules
-from aotjax.ops._combinators import elementwise
+from aotjax.ops.base.combinators import elementwise
 from tests.helpers import FLOAT
 from tests.op_records import OpRecord, as_np, flat, records, sample_f64, skip_without_x64
 

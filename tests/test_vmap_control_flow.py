@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import aotjax
-from aotjax.ops.indexing import check_index
+from aotjax.ops.indexing.subscripts import check_index
 from tests.helpers import FLOAT, INT, by_mode
 
 pytestmark = pytest.mark.slow  # NOTE: end-to-end sweeps: once, in jax's default mode (CI time)

@@ -10,12 +10,13 @@ import argparse
 import sys
 from typing import Sequence
 
-from aotjax.cli import demo, explain, optable
+from aotjax.cli import demo, explain, optable, where
 
 COMMANDS = {
     "demo": demo,
     "explain": explain,
     "ops": optable,
+    "where": where,
 }
 
 

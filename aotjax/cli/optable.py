@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import pkgutil
 import re
 import sys
@@ -39,64 +40,76 @@ class Family:
     note: str = ""
 
 
-# Op family module -> its row, in the README's order; None: not user-facing ops (internals, or the functions of a
-# namespace row below).
+# Op family module (its path under aotjax/ops/, dotted) -> its row, in the README's order; None: not user-facing ops
+# (internals, or the functions of a namespace row below).
 FAMILIES: dict[str, Family | None] = {
-    "creation": Family("creation", "`dtype=`, sizes as ints or one tuple; `tensor` takes lists, NumPy and jax arrays"),
-    "factories": Family("creation (more)", "`empty_strided` with contiguous strides only; `Tensor.new_*` below"),
-    "generator": Family("random: the stateful generator", "one key tensor updated in place; `generator=` "
-                        "arguments; under `vmap`, `randomness=`; in-place samplers are Tensor methods (below)"),
-    "distributions": Family("random: distributions", "from the stateful generator (`generator=`)"),
-    "elementwise": Family("elementwise", "torch's type promotion; casts (`to`, Tensor `float double half bfloat16 "
-                          "int long bool type_as`); the Python operators"),
-    "pointwise": Family("elementwise (more)", "`arc*` aliases; `<<` `>>`; special functions also in `aotjax.special`"),
-    "reduction": Family("reductions", "`dim=` int or tuple, `keepdim=`"),
-    "statistics": Family("statistics", "`bincount` under tracing needs `minlength` (JAX's `length=`)"),
-    "sorting": Family("sorting and scans", "a stable `sort` primitive (NaN last ascending); native scan "
-                      "primitives; `unique unique_consecutive` eagerly (see below)"),
-    "linalg": Family("matrix products", "`@`"),
-    "products": Family("matrix products (more)", "`beta`/`alpha`"),
-    "decompositions": Family("linear algebra", "more in `aotjax.linalg`"),
-    "views": Family("views", "views share their base's storage as in torch; basic indexing `x[i]`, `x[a:b:c]`, "
-                    "`x[..., None]`; metadata mutations `t_ transpose_ squeeze_ unsqueeze_`"),
-    "arrangement": Family("arrangement", "views where torch returns views; `repeat_interleave` takes `output_size=` "
-                          "for traced counts"),
-    "shape": Family("new values", "copies"),
-    "misc_ops": Family("more compositions", "torch's older linear-algebra functions (`cholesky qr svd lu lu_solve "
-                       "triangular_solve`: torch's arguments and results) through `aotjax.linalg`; the `*_copy` forms: "
-                       "the view's values in a new contiguous tensor; `positive` returns its input"),
-    "indexing": Family("indexing", "`getitem`/`setitem` are `x[i]` and `x[i] = v` (integer-tensor indexing traced, "
-                       "boolean masks eagerly; `x[mask] = v` traced); `nonzero(size=, fill_value=)` traced"),
-    "scatter_ops": Family("scatter and gather", "`scatter_reduce` (sum prod mean amax amin, `include_self`); "
-                          "`masked_select argwhere` eagerly"),
-    "nn": Family("nn", "`dropout(key=` or a generator`)`, `embedding(padding_idx=)`, `scaled_dot_product_attention` "
-                 "with masks, `is_causal`, dropout"),
-    "activations": Family("activations", "`inplace=`; `relu gelu silu sigmoid tanh` are the elementwise ops"),
-    "losses": Family("losses", "`reduction`, `weight`, `ignore_index`, `pos_weight`, `log_target`"),
-    "normalization": Family("normalization and dropout", ""),
-    "conv": Family("convolution", "stride, padding incl. `'same'`, dilation, groups; one `conv` primitive whose "
-                   "transposes are convolutions: derivatives of any order; `vmap` folds the batch into N or groups"),
-    "pooling": Family("pooling", "`return_indices`; `unfold fold` (im2col)"),
-    "resampling": Family("resampling", "`pad` (constant reflect replicate circular), `interpolate` (nearest "
-                         "nearest-exact linear bilinear bicubic trilinear area, `align_corners`)"),
-    "extra_nn": Family("nn (more)", "`ctc_loss` (padded or concatenated targets; a `scan` over time, its exact "
-                       "derivative: torch's backward assumes a `log_softmax` before it); `max_unpool*` "
-                       "(`output_size=`); `upsample_*` aliases of `interpolate`; `grid_sample` 4-D and 5-D "
-                       "(bilinear nearest; zeros border reflection)"),
-    "extra_special": Family("elementwise (special, more)", "`igamma igammac` (also `special.gammainc gammaincc`) "
-                            "differentiable in `other` only, as torch; `frexp` returns (mantissa, int32 exponent)"),
-    "extra_linalg": None,  # aotjax.linalg's functions: its namespace row
-    "complex_numbers": Family("complex", "`Tensor.real`/`.imag` (settable), `conj`, `view_as_real`, `view_as_complex`, "
-                              "`mH`/`H`: views as in torch (writes go through; strides in real elements); elementwise "
-                              "ops, `sum mean prod var std matmul eq ne` take complex; ordering ops, extrema and sorts "
-                              "refuse it. `grad` w.r.t. a complex leaf follows JAX: the conjugate of torch's `.grad` "
-                              "(equal for real leaves)"),
-    "fft": None,  # the rows of aotjax.fft
-    "random": None, "collectives": None, "sharding": None, "control_flow": None,  # rows of aotjax.random, aotjax.lax
-    "calls": None, "custom_derivatives": None, "layout": None, "promotion": None, "remat": None, "unsupported": None,
-    "shard_map": None,
-    "special_ops": None, "masked_ops": None,  # rows of aotjax.special (sgn resolve_neg: elementwise), aotjax.masked
+    "creation.factories": Family("creation", "`dtype=`, sizes as ints or one tuple; `empty_strided` with contiguous "
+                                 "strides only; `Tensor.new_*` below"),
+    "base.data": Family("creation from data", "`tensor` takes lists, NumPy and jax arrays; `as_tensor` keeps a tensor "
+                        "as it is; `promote`: torch's type promotion"),
+    "base.casts": Family("casts", "`Tensor.to` and the cast methods (`float double half bfloat16 int long bool "
+                         "type_as`) are elementwise"),
+    "random.generator": Family("random: the stateful generator", "one key tensor updated in place; `generator=` "
+                               "arguments; under `vmap`, `randomness=`; in-place samplers are Tensor methods (below)"),
+    "random.distributions": Family("random: distributions", "from the stateful generator (`generator=`)"),
+    "math.elementwise": Family("elementwise", "torch's type promotion; casts (`to`, Tensor `float double half "
+                               "bfloat16 int long bool type_as`); the Python operators"),
+    "math.functions": Family("math functions", "inverse trigonometric, logarithms, rounding, two-operand float math, "
+                             "predicates; `arc*` aliases; `<<` `>>`; special functions also in `aotjax.special`"),
+    "math.special": Family("special functions", "`igamma igammac` (also `special.gammainc gammaincc`) "
+                           "differentiable in `other` only, as torch; `frexp` returns (mantissa, int32 exponent); "
+                           "the rest of torch.special in `aotjax.special` below"),
+    "math.complex": Family("complex", "`Tensor.real`/`.imag` (settable), `conj`, `view_as_real`, `view_as_complex`, "
+                           "`mH`/`H`: views as in torch (writes go through; strides in real elements); elementwise "
+                           "ops, `sum mean prod var std matmul eq ne` take complex; ordering ops, extrema and sorts "
+                           "refuse it. `grad` w.r.t. a complex leaf follows JAX: the conjugate of torch's `.grad` "
+                           "(equal for real leaves)"),
+    "reduce.reductions": Family("reductions", "`dim=` int or tuple, `keepdim=`"),
+    "reduce.statistics": Family("statistics", "`bincount` under tracing needs `minlength` (JAX's `length=`); "
+                                "`histogram`, the trapezoid rule, `gradient`"),
+    "reduce.sorting": Family("sorting and scans", "a stable `sort` primitive (NaN last ascending); native scan "
+                             "primitives; `unique unique_consecutive` eagerly (see below)"),
+    "linalg.matmul": Family("matrix products", "`@`"),
+    "linalg.products": Family("matrix products with scaling, Kronecker, tensor products", "`beta`/`alpha`"),
+    "linalg.decompositions": Family("linear algebra", "more in `aotjax.linalg`"),
+    "linalg.lapack": Family("linear algebra: torch's older names", "`cholesky qr svd lu lu_solve triangular_solve` "
+                            "with torch's arguments and results, through `aotjax.linalg`"),
+    "shape.views": Family("views", "views share their base's storage as in torch; basic indexing `x[i]`, `x[a:b:c]`, "
+                          "`x[..., None]`; metadata mutations `t_ transpose_ squeeze_ unsqueeze_`"),
+    "shape.arrangement": Family("arrangement", "views where torch returns views; `repeat_interleave` takes "
+                                "`output_size=` for traced counts; the `*_copy` forms: the view's values in a new "
+                                "contiguous tensor"),
+    "shape.clone": Family("clone", "`memory_format=` (strides are metadata)"),
+    "shape.copies": Family("new values", "copies"),
+    "indexing.subscripts": Family("indexing", "`getitem`/`setitem` are `x[i]` and `x[i] = v` (integer-tensor "
+                                  "indexing traced, boolean masks eagerly; `x[mask] = v` traced)"),
+    "indexing.gather_scatter": Family("scatter and gather", "`scatter_reduce` (sum prod mean amax amin, "
+                                      "`include_self`); `masked_select argwhere` eagerly; `nonzero(size=, "
+                                      "fill_value=)` and `nonzero_static` traced"),
+    "nn.activations": Family("activations", "`inplace=`; `relu gelu silu sigmoid tanh` are the elementwise ops"),
+    "nn.losses": Family("losses", "`reduction`, `weight`, `ignore_index`, `pos_weight`, `log_target`; `ctc_loss` "
+                        "(padded or concatenated targets; a `scan` over time, its exact derivative: torch's backward "
+                        "assumes a `log_softmax` before it)"),
+    "nn.normalization": Family("normalization and dropout", "`dropout(key=` or a generator`)`"),
+    "nn.conv": Family("convolution", "stride, padding incl. `'same'`, dilation, groups; one `conv` primitive whose "
+                      "transposes are convolutions: derivatives of any order; `vmap` folds the batch into N or groups"),
+    "nn.pooling": Family("pooling", "`return_indices`; `unfold fold` (im2col); `max_unpool*` (`output_size=`)"),
+    "nn.resampling": Family("resampling", "`pad` (constant reflect replicate circular), `interpolate` (nearest "
+                            "nearest-exact linear bilinear bicubic trilinear area, `align_corners`); `upsample_*` "
+                            "aliases of `interpolate`; `grid_sample` 4-D and 5-D (bilinear nearest; zeros border "
+                            "reflection)"),
+    "nn.linear": Family("linear layers", ""),
+    "nn.sparse": Family("embedding", "`padding_idx=`"),
+    "nn.attention": Family("attention", "`scaled_dot_product_attention` with masks, `is_causal`, dropout"),
+    "linalg.solvers": None,  # aotjax.linalg's functions: its namespace row
+    "fft.fourier": None,  # the rows of aotjax.fft
+    "random.keys": None,  # aotjax.random's row
+    "reduce.masked": None,  # aotjax.masked's row
+    "base.frontend": None,  # argument helpers (`canonical_dim`, `to_dtype`, ...), not ops
 }
+# Folders whose modules are never rows: primitives other rows' ops are made of, or namespaces' (aotjax.lax).
+INTERNAL = ("base.combinators", "base.from_jax", "base.layout", "base.promotion", "calls.", "control_flow.",
+            "distributed.")
 
 # Namespaces: module path -> note. A namespace that does not exist (yet) is left out.
 NAMESPACES: dict[str, str] = {
@@ -192,9 +205,17 @@ def _tokens(names: list[str], has_inplace) -> tuple[str, ...]:
 
 
 def family_modules() -> list[tuple[str, ModuleType]]:
-    """The public op family modules of `aotjax.ops`, those with a row in `FAMILIES` first, in its order."""
-    found = {m.name: importlib.import_module(f"aotjax.ops.{m.name}") for m in pkgutil.iter_modules(ops.__path__)
-             if not m.name.startswith("_")}
+    """The public op family modules of `aotjax.ops` (`"creation.factories"`: each folder's modules), those with a row
+    in `FAMILIES` first, in its order; a new module appears under its name until it gets a row there."""
+    found = {}
+    for folder in pkgutil.iter_modules(ops.__path__):
+        if not folder.ispkg:
+            continue
+        package = importlib.import_module(f"aotjax.ops.{folder.name}")
+        for m in pkgutil.iter_modules(package.__path__):
+            name = f"{folder.name}.{m.name}"
+            if not m.name.startswith("_") and not name.startswith(INTERNAL):
+                found[name] = importlib.import_module(f"aotjax.ops.{name}")
     order = [n for n in FAMILIES if n in found] + sorted(n for n in found if n not in FAMILIES)
     return [(n, found[n]) for n in order if FAMILIES.get(n, Family(n)) is not None and hasattr(found[n], "__all__")]
 
@@ -205,7 +226,8 @@ def family_rows() -> list[Row]:
     for name, module in family_modules():
         functional = getattr(module, "FUNCTIONAL", None)
         namespace = FUNCTIONAL if functional is not None else "aotjax"
-        names = _ops_of(namespace, list(functional or []) + list(module.__all__))
+        top_level = list(getattr(module, "TOP_LEVEL", []))  # NOTE: `aotjax.X` names of a namespace's family
+        names = _ops_of(namespace, list(functional or []) + top_level + list(module.__all__))
         ns = resolve(namespace)
         inplace = lambda n, ns=ns: (_is_op(getattr(ns, n + "_", None)) or _is_op(getattr(aotjax.Tensor, n + "_", None)))
         family = FAMILIES.get(name) or Family(name)
@@ -239,7 +261,7 @@ def tensor_row(listed: list[Row]) -> Row:
     names = [n for n in sorted(dir(aotjax.Tensor), key=lambda n: (n.lower(), n))
              if not n.startswith("_") and n not in covered and unsupported_error("Tensor", n) is None]
     present = set(names)
-    return Row("Tensor methods and properties (more)", "aotjax.Tensor",
+    return Row("Tensor methods and properties", "aotjax.Tensor",
                _tokens(names, lambda n: n + "_" in present),
                "beside the functions above that are also methods. `unfold` is a view (a write through overlapping "
                "windows raises); `H mH` of real tensors; `uniform_ normal_ cauchy_ ...` draw from the stateful "
@@ -252,6 +274,29 @@ def rows() -> list[Row]:
     return ops_rows + [tensor_row(ops_rows)] + namespace_rows(LAYERS)
 
 
+def defined_in(row: Row) -> str:
+    """The modules whose code defines the row's names (`ops/linalg/solvers.py`), from each function's `__module__`;
+    a folder when they are many (`nn/modules/`); for the Tensor row, how to ask for one name.
+
+    >>> defined_in(Row("views", "aotjax", ("t", "unsqueeze(_)"), ""))
+    '`aotjax/ops/shape/views.py`'
+    """
+    if row.namespace == "aotjax.Tensor":
+        return "`python -m aotjax where Tensor.NAME`"
+    ns = resolve(row.namespace)
+    modules = []
+    for name in (n for t in row.tokens for n in expand(t)):
+        obj = getattr(ns, name, None) or getattr(aotjax.Tensor, name, None)  # NOTE: some `x_` are methods only
+        module = getattr(inspect.unwrap(obj), "__module__", None) or ""
+        if module.startswith("aotjax.") and module not in modules:
+            modules.append(module)
+    paths = ["/".join(m.split(".")) + ".py" for m in modules]
+    if len(paths) > 3:
+        folders = list(dict.fromkeys(p.rsplit("/", 1)[0] + "/" if p.count("/") > 1 else p for p in paths))
+        paths = folders if len(folders) <= 3 else ["many; `python -m aotjax where NAME`"]
+    return " ".join(f"`{p}`" for p in paths)
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -262,9 +307,9 @@ def render() -> str:
              "(titles, notes) or the ops, not this block -->", "",
              "Names are `aotjax.X` functions (most also Tensor methods, as in torch) unless the row says otherwise; "
              "`F.` is `aotjax.nn.functional`. `add(_)` is `add` and its in-place `add_`; `conv1d/2d/3d` is `conv1d "
-             "conv2d conv3d`.", "",
-             "| family | ops | notes |", "|---|---|---|"]
-    lines += [f"| {r.title} | `{' '.join(r.tokens)}` | {_cell(r.note)} |" for r in rows()]
+             "conv2d conv3d`. `python -m aotjax where NAME` says where any name is defined (`where Tensor.add_`).", "",
+             "| family | ops | defined in | notes |", "|---|---|---|---|"]
+    lines += [f"| {r.title} | `{' '.join(r.tokens)}` | {defined_in(r)} | {_cell(r.note)} |" for r in rows()]
     lines += ["", "**Deliberately unsupported.** Looking these up raises `UnsupportedOpError` (an `AttributeError`) "
               "that says why and what to use instead:", "", "| | ops | why | instead |", "|---|---|---|---|"]
     for u in UNSUPPORTED:

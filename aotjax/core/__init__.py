@@ -4,6 +4,7 @@ from aotjax.core.errors import AliasingError, AotjaxError, ConcretizationError, 
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import MainTrace, Trace, Tracer, bind, full_raise, new_main
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, Var, dce, dce_jaxpr
+from aotjax.core.pretty import pp_jaxpr  # noqa: F401  (installs Jaxpr.pretty and ClosedJaxpr.pretty)
 from aotjax.core.primitive import Kind, Primitive, abstract_eval, all_primitives
 from aotjax.core.source_info import SourceInfo, user_source_info, where
 from aotjax.core.typecheck import JaxprTypeError, typecheck, typecheck_enabled

@@ -2,7 +2,7 @@
 
 Eagerly every index is checked on its concrete value. A staged program (`jit`, `aot`, `make_jaxpr`)
 holds no check unless asked (`jit(f, checks=True)`, or `aotjax.config.checks = True`): then the ops
-taking indices stage a `check_index` equation (`aotjax.ops.indexing`), which a checked lowering
+taking indices stage a `check_index` equation (`aotjax.ops.indexing.subscripts`), which a checked lowering
 turns into a `jax.experimental.checkify` check. This module holds the switches both sides read:
 
 - `emit_checks(enabled)`: whether the ops bound inside stage their checks. Eager code (the outermost

@@ -263,7 +263,7 @@ Primitive.bind = bind  # `prim.bind(*args)` is `bind(prim, *args)`, with no extr
 
 
 # -- grad mode: `aotjax.no_grad()` -------------------------------------------------------------------
-_cut_derivatives: list = [None]  # (prim, outs) -> outs with a zero derivative; set by `aotjax.ops.views`
+_cut_derivatives: list = [None]  # (prim, outs) -> outs with a zero derivative; set by `aotjax.ops.shape.views`
 
 
 def register_no_grad(cut_derivatives) -> None:

@@ -86,11 +86,6 @@ class Jaxpr:
     def out_avals(self) -> list[ShapedArray]:
         return [v.aval for v in self.outvars]
 
-    def pretty(self, source_info: bool = False) -> str:
-        from aotjax.core.pretty import pp_jaxpr  # NOTE: printer imports ir; lazy to avoid the cycle.
-
-        return pp_jaxpr(self, source_info=source_info)
-
     def __str__(self) -> str:
         return self.pretty()
 
@@ -134,11 +129,6 @@ class ClosedJaxpr:
     @property
     def eqns(self) -> list[Eqn]:
         return self.jaxpr.eqns
-
-    def pretty(self, source_info: bool = False) -> str:
-        from aotjax.core.pretty import pp_jaxpr  # NOTE: printer imports ir; lazy to avoid the cycle.
-
-        return pp_jaxpr(self.jaxpr, source_info=source_info, consts=self.consts)
 
     def with_meta(self, **changes: Any) -> "ClosedJaxpr":
         """The same program with `meta` fields replaced (`closed.with_meta(name="f_joint")`)."""

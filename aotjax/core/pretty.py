@@ -160,3 +160,20 @@ def pp_jaxpr(jaxpr: Jaxpr, source_info: bool = False, consts: Sequence = ()) -> 
     """The jaxpr as text; with `source_info=True` each equation ends with `# file.py:line (fn)`. `consts`
     are the values of its constvars (a ClosedJaxpr's), printed when small."""
     return _pp(jaxpr, _Names(), 0, source_info, consts)
+
+
+# NOTE: the printing methods of the IR's classes live with the printer, which reads the IR (the IR knows no printer);
+# `aotjax.core` imports this module, so every Jaxpr has them.
+def _pretty_jaxpr(self: Jaxpr, source_info: bool = False) -> str:
+    """The program as text, in JAX's style; with `source_info=True` each equation ends with its user source line."""
+    return pp_jaxpr(self, source_info=source_info)
+
+
+def _pretty_closed_jaxpr(self: ClosedJaxpr, source_info: bool = False) -> str:
+    """The program as text, in JAX's style, its small constants printed; with `source_info=True` each equation ends
+    with its user source line."""
+    return pp_jaxpr(self.jaxpr, source_info=source_info, consts=self.consts)
+
+
+Jaxpr.pretty = _pretty_jaxpr
+ClosedJaxpr.pretty = _pretty_closed_jaxpr

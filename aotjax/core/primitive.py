@@ -53,7 +53,7 @@ class FlopsRule(Protocol):
     `in_avals` has one aval per operand (literals included), `out_avals` one per result. The common ones:
     `output_size_flops` (the `elementwise` combinator and views), `largest_array_flops` (reductions,
     gathers), the body's `jaxpr_flops` (calls); matrix products declare their own beside their
-    definitions (`aotjax/ops/linalg.py`)."""
+    definitions (`aotjax/ops/linalg/matmul.py`)."""
 
     def __call__(self, in_avals: Sequence[ShapedArray], out_avals: Sequence[ShapedArray], **params: Any) -> float: ...
 
@@ -96,7 +96,7 @@ class LayoutRule(Protocol):
     """`(operands, shape, **params) -> strides | None`: the PyTorch strides of a functional primitive's result
     of shape `shape`, from its operands (tensors of any interpreter, each with `.shape` and `._strides`, None
     meaning contiguous; or scalars). None means contiguous. Metadata only: data is never strided. The rules
-    live in `aotjax.ops.layout`; each interpreter applies them through `aotjax.tensor.record_layout`."""
+    live in `aotjax.ops.base.layout`; each interpreter applies them through `aotjax.tensor.record_layout`."""
 
     def __call__(self, operands: Sequence[Any], shape: tuple, /, **params: Any) -> tuple | None: ...
 

@@ -143,7 +143,7 @@ _MUTATION = Kind.MUTATION
 
 
 # NOTE: the layout rules that give a contiguous result (None) whenever no operand has strides (the elementwise
-# ones): eager evaluation skips them then. The op families register theirs (`aotjax.ops._frontend`).
+# ones): eager evaluation skips them then. The op families register theirs (`aotjax.ops.base.frontend`).
 contiguous_layout_rules: set = set()
 
 
@@ -151,7 +151,7 @@ contiguous_layout_rules: set = set()
 # An eager op on plain tensors (eager, no view chain, contiguous) when no transform runs in any thread
 # (`call_epoch.transforms_running`) binds to `EvalTrace.process_primitive`; for a primitive with no params and one
 # result whose layout rule keeps plain operands contiguous, that is its executable on the operands' bases and the
-# result wrapped. The frontends of the commonest ops (`aotjax.ops.elementwise`) check those conditions on their
+# result wrapped. The frontends of the commonest ops (`aotjax.ops.math.elementwise`) check those conditions on their
 # operands and call `apply_plain` / `write_plain` directly, skipping the dispatch layers (about half of an op's
 # Python on a small tensor). Anything else, or an executable that raises, returns None: the frontend then binds,
 # which computes the same thing or reports the error.

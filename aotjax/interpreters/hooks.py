@@ -4,7 +4,7 @@ A jvp instantiates a symbolic zero tangent, transpose sums a broadcast cotangent
 shape, functionalize casts an in-place result to the written tensor's dtype: each needs an op, and the
 ops sit above the interpreters (core <- tensor <- interpreters <- ops). So the interpreters call these
 names, and each op family sets the ones it defines when it loads (`hooks.add = add_p.bind` in
-`aotjax/ops/elementwise.py`). `aotjax.ops` imports every family, so importing
+`aotjax/ops/math/elementwise.py`). `aotjax.ops` imports every family, so importing
 any op sets them all. Each is a plain function on values of the current interpreter level.
 """
 from __future__ import annotations

@@ -26,7 +26,7 @@ from aotjax.core.ir import ClosedJaxpr, Jaxpr, sub_jaxprs, uses_primitive
 from aotjax.core.primitive import Kind
 from aotjax.interpreters.eval import read
 from aotjax.interpreters.lowering import check_failure, eval_jaxpr_jax
-from aotjax.ops.indexing import check_index_p
+from aotjax.ops.indexing.subscripts import check_index_p
 from aotjax.tensor import Tensor
 
 __all__ = ["to_jax", "compile", "Compiled", "eval_jaxpr_jax", "check_lowerable", "flat_function", "avals_to_structs",

@@ -16,8 +16,8 @@ import warnings
 import numpy as np
 
 from aotjax.core.source_info import where
-from aotjax.ops.creation import empty, eye
-from aotjax.ops.generator import Generator
+from aotjax.ops.creation.factories import empty, eye
+from aotjax.ops.random.generator import Generator
 from aotjax.tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",

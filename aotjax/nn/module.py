@@ -40,9 +40,9 @@ import numpy as np
 
 from aotjax.core.interpreter import Tracer
 from aotjax.nn.parameter import Parameter
-from aotjax.ops._frontend import to_dtype
-from aotjax.ops.creation import tensor
-from aotjax.ops.promotion import is_float
+from aotjax.ops.base.data import tensor
+from aotjax.ops.base.frontend import to_dtype
+from aotjax.ops.base.promotion import is_float
 from aotjax.tensor import Tensor
 
 __all__ = ["Module"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from aotjax.core.interpreter import Tracer
 from aotjax.core.source_info import where
-from aotjax.ops.creation import empty
+from aotjax.ops.creation.factories import empty
 from aotjax.tensor import Tensor
 
 __all__ = ["Parameter"]

@@ -1,93 +1,40 @@
-"""Primitives grouped by family. Each family module defines its primitives with every rule beside
-them, and the user-facing op functions (most are also Tensor methods, which the family installs)."""
-from aotjax.ops import (
-    _frontend,
-    activations,
-    arrangement,
-    collectives,
-    complex_numbers,
-    control_flow,
-    conv,
-    creation,
-    custom_derivatives,  # registers the custom_jvp/custom_vjp primitives
-    decompositions,
-    distributions,
-    elementwise,
-    extra_linalg,  # noqa: F401  (aotjax.linalg's names only)
-    extra_nn,
-    extra_special,
-    factories,
-    fft,
-    generator,
-    indexing,
-    linalg,
-    losses,
-    masked_ops,  # torch.masked's reductions (aotjax.masked)
-    misc_ops,
-    nn,
-    normalization,
-    pointwise,
-    pooling,
-    products,
-    random,
-    reduction,
-    remat,
-    resampling,
-    scatter_ops,
-    shape,
-    shard_map,  # registers the shard_map primitive
-    sharding,
-    sorting,
-    special_ops,  # torch.special's polynomials and Bessel functions (aotjax.special), sgn
-    statistics,
-    views,
-)
-from aotjax.ops._frontend import *  # noqa: F403
-from aotjax.ops.activations import *  # noqa: F403
-from aotjax.ops.arrangement import *  # noqa: F403
-from aotjax.ops.complex_numbers import *  # noqa: F403
-from aotjax.ops.conv import *  # noqa: F403
-from aotjax.ops.creation import *  # noqa: F403
-from aotjax.ops.decompositions import *  # noqa: F403
-from aotjax.ops.distributions import *  # noqa: F403
-from aotjax.ops.elementwise import *  # noqa: F403
-from aotjax.ops.extra_nn import *  # noqa: F403
-from aotjax.ops.extra_special import *  # noqa: F403
-from aotjax.ops.factories import *  # noqa: F403
-from aotjax.ops.fft import *  # noqa: F403
-from aotjax.ops.generator import *  # noqa: F403
-from aotjax.ops.indexing import *  # noqa: F403
-from aotjax.ops.linalg import *  # noqa: F403
-from aotjax.ops.losses import *  # noqa: F403
-from aotjax.ops.misc_ops import *  # noqa: F403
-from aotjax.ops.nn import *  # noqa: F403
-from aotjax.ops.normalization import *  # noqa: F403
-from aotjax.ops.pointwise import *  # noqa: F403
-from aotjax.ops.pooling import *  # noqa: F403
-from aotjax.ops.products import *  # noqa: F403
-from aotjax.ops.promotion import default_float_dtype, default_int_dtype, result_type
-from aotjax.ops.reduction import *  # noqa: F403
-from aotjax.ops.resampling import *  # noqa: F403
-from aotjax.ops.scatter_ops import *  # noqa: F403
-from aotjax.ops.shape import *  # noqa: F403
-from aotjax.ops.sorting import *  # noqa: F403
-from aotjax.ops.special_ops import resolve_neg, sgn, sgn_  # noqa: F401
-from aotjax.ops.statistics import *  # noqa: F403
-from aotjax.ops.views import *  # noqa: F403
+"""Primitives and op functions by subject, one folder a subject (`base`, `creation`, `shape`, `math`, `reduce`,
+`linalg`, `indexing`, `nn`, `random`, `fft`, `control_flow`, `distributed`, `calls`). Each family module defines its
+primitives with every rule in the primitive's block, and the op functions, which it installs as Tensor methods and
+lists in `__all__` (the `aotjax.X` names) or `FUNCTIONAL` (`aotjax.nn.functional.X`). Importing this package loads
+every family, so every primitive's rules are registered. `python -m aotjax where NAME` says where any op is."""
+from aotjax.ops.base import casts, data
+from aotjax.ops.base import frontend as _frontend
+from aotjax.ops.base.promotion import default_float_dtype, default_int_dtype, result_type
+from aotjax.ops.calls import compiled, custom_derivatives, remat  # noqa: F401  (register the call primitives)
+from aotjax.ops.control_flow import cond, scan, while_loop  # noqa: F401
+from aotjax.ops.creation import factories
+from aotjax.ops.distributed import collectives, shard_map, sharding  # noqa: F401  (aotjax.lax's names)
+from aotjax.ops.fft import fourier
+from aotjax.ops.indexing import gather_scatter, subscripts
+from aotjax.ops.linalg import decompositions, lapack, matmul, products, solvers  # noqa: F401  (solvers: aotjax.linalg's names)
+from aotjax.ops.math import complex as complex_numbers
+from aotjax.ops.math import elementwise, functions, special
+from aotjax.ops.nn import activations, attention, conv, linear, losses, normalization, pooling, resampling, sparse
+from aotjax.ops.random import distributions, generator
+from aotjax.ops.random import keys as random
+from aotjax.ops.reduce import masked, reductions, sorting, statistics  # noqa: F401  (masked: aotjax.masked's names)
+from aotjax.ops.shape import arrangement, copies, views
+from aotjax.ops.shape import clone as cloning
 
+# NOTE: the families whose `__all__` is aotjax's top level, in this order: where two define one name, the later wins
+# (`cholesky` of torch's top level, with `upper=`, over torch.linalg's).
+FAMILIES = (_frontend, casts, data, activations, arrangement, complex_numbers, conv, factories, decompositions,
+            distributions, elementwise, linear, fourier, generator, subscripts, matmul, losses, lapack, attention,
+            sparse, normalization, functions, pooling, products, reductions, resampling, gather_scatter, cloning,
+            copies, sorting, statistics, views)
+for _family in FAMILIES:
+    globals().update({name: getattr(_family, name) for name in _family.__all__})
+globals().update({name: getattr(special, name) for name in special.TOP_LEVEL})
 globals().update(_frontend.with_out_variants(globals()))  # `aotjax.add(x, y, out=z)`: torch's out= keyword
 
-# NOTE: what `from aotjax.ops import *` gives: the op functions, not the family modules (so that the
-# `aotjax.ops.nn` module never shadows the `aotjax.nn` package, whatever the import order).
-__all__ = [name for family in (_frontend, conv, creation, decompositions, elementwise, generator, indexing, linalg, nn,
-                               pooling, products, reduction, resampling, scatter_ops, shape, sorting, statistics, views)
-           for name in family.__all__] + ["random", "default_float_dtype", "default_int_dtype", "result_type"]
-__all__ += pointwise.__all__
-__all__ += [name for family in (activations, losses, normalization) for name in family.__all__]
-__all__ += distributions.__all__ + factories.__all__
-__all__ += arrangement.__all__
-__all__ += misc_ops.__all__
-__all__ += extra_nn.__all__ + extra_special.__all__
-__all__ += complex_numbers.__all__
-__all__ += fft.__all__
-__all__ += special_ops.TOP_LEVEL
+# NOTE: what `from aotjax.ops import *` gives: the op functions, not the family modules (so that no module of this
+# package shadows a public namespace such as `aotjax.nn`, whatever the import order).
+__all__ = [name for family in FAMILIES for name in family.__all__] + list(special.TOP_LEVEL)
+__all__ += ["random", "default_float_dtype", "default_int_dtype", "result_type"]
+del _family

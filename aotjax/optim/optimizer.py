@@ -21,7 +21,8 @@ import numpy as np
 from jax.tree_util import GetAttrKey
 
 from aotjax.core.interpreter import Tracer
-from aotjax.ops.creation import tensor, zeros
+from aotjax.ops.base.data import tensor
+from aotjax.ops.creation.factories import zeros
 from aotjax.tensor import Tensor
 
 __all__ = ["Optimizer", "ParamGroup"]

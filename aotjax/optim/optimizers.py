@@ -3,7 +3,7 @@ is `aotjax.optim.updates`, shared with the optax-style transforms). See `Optimiz
 torch: state made in the constructor, hyperparameters as 0-d Tensors, gradients passed to `step(grads)`."""
 from __future__ import annotations
 
-from aotjax.ops.creation import zeros, zeros_like
+from aotjax.ops.creation.factories import zeros, zeros_like
 from aotjax.optim.optimizer import Optimizer, ParamGroup, _as_number
 from aotjax.optim.updates import adam_update, sgd_update
 

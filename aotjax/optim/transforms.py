@@ -16,7 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from aotjax.ops.creation import tensor, zeros, zeros_like
+from aotjax.ops.base.data import tensor
+from aotjax.ops.creation.factories import zeros, zeros_like
 from aotjax.optim.updates import adam_update, sgd_update
 from aotjax.tensor import Tensor
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from aotjax.ops.elementwise import maximum, sqrt, where
+from aotjax.ops.math.elementwise import maximum, sqrt, where
 from aotjax.tensor import Tensor
 
 __all__ = ["sgd_update", "adam_update"]

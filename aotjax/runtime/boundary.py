@@ -30,8 +30,8 @@ from aotjax.core.interpreter import bind as _bind
 from aotjax.core.primitive import all_primitives
 from aotjax.interpreters.eval import eager_writes, read, write
 from aotjax.interpreters.functionalize import FunctionalStorage, FunctionalTensor, current_value, note_snapshot
-from aotjax.ops._frontend import bind_inplace
-from aotjax.ops.indexing import copy__p
+from aotjax.ops.base.frontend import bind_inplace
+from aotjax.ops.indexing.subscripts import copy__p
 from aotjax.tensor import Tensor, is_eager
 
 

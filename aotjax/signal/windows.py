@@ -15,8 +15,8 @@ import numpy as np
 
 from aotjax.core.errors import DTypeError
 from aotjax.core.source_info import where
-from aotjax.ops.creation import tensor
-from aotjax.ops.promotion import default_float_dtype
+from aotjax.ops.base.data import tensor
+from aotjax.ops.base.promotion import default_float_dtype
 
 __all__ = ["bartlett", "blackman", "cosine", "exponential", "gaussian", "general_cosine", "general_hamming",
            "hamming", "hann", "kaiser", "nuttall"]

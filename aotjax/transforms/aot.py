@@ -73,7 +73,7 @@ from aotjax.core.source_info import where
 from aotjax.interpreters.partial_eval import partitioning_loop_bodies
 from aotjax.interpreters.trace import trace_flat
 from aotjax.lowering.to_jax import avals_to_structs, flat_function, xla_compiler
-from aotjax.ops.calls import AotEntry, AotVJP, Program, aot_call_p
+from aotjax.ops.calls.compiled import AotEntry, AotVJP, Program, aot_call_p
 from aotjax.partition import JointInfo, Partitioned, default_partition
 from aotjax.partition.loops import repartition_loop_bodies
 from aotjax.runtime import boundary, guards
@@ -93,7 +93,7 @@ from aotjax.transforms.autodiff import _gc_paused
 from aotjax.transforms.functionalize import Staged, stage_functionalized
 from aotjax.transforms.jit import Jitted, _Entry, _lowered_program, bind_staged
 from aotjax.transforms.joint import compose_joint, linearize_program, transpose_program
-from aotjax.transforms.passes import run_pass
+from aotjax.transforms.passes import as_pass, run_pass
 
 if TYPE_CHECKING:
     from aotjax.transforms.export import AotExport
@@ -106,7 +106,7 @@ def _program(jaxpr: ClosedJaxpr, name: str, function: str, option: str, compiler
     `compiler` (the aot option `option`) as the pass `aot: lower <name>`. A user compiler's callables
     are checked on every call against the program's outputs (`Program`); XLA's executables are not:
     jax fixed their output types when it compiled them from the same abstract values."""
-    return Program(jaxpr, _as_pass(f"aot: lower {name}", compiler), name, function=function,
+    return Program(jaxpr, as_pass(f"aot: lower {name}", compiler), name, function=function,
                    compiler_name=_compiler_name(option, compiler), check_calls=compiler is not xla_compiler,
                    output_names=output_names)
 
@@ -117,15 +117,6 @@ def _compiler_name(option: str, compiler: Callable) -> str:
         return "the default compiler (xla_compiler)"
     label = getattr(compiler, "__qualname__", None) or getattr(compiler, "__name__", None) or repr(compiler)
     return f"{option} `{label}`"
-
-
-def _as_pass(name: str, compiler: Callable) -> Callable:
-    """`compiler`, each call of it run as the pass `name` (a program is compiled when it first runs)."""
-    return functools.partial(_lower, name, compiler)
-
-
-def _lower(name: str, compiler: Callable, jaxpr: ClosedJaxpr, example_avals: Sequence) -> Callable:
-    return run_pass(name, compiler, jaxpr, example_avals, show=lambda _: jaxpr)
 
 
 def apply_decompositions(jaxpr: ClosedJaxpr, decompositions: dict) -> ClosedJaxpr:
@@ -237,7 +228,7 @@ class _AotEntry(AotEntry):
 class _AotVJP(AotVJP):
     """The joint, the partition and the forward and backward programs of an aot function for one
     signature and one set of differentiated inputs: what `aot_call`'s jvp and `aot_lin`'s transpose
-    run (see `aotjax.ops.calls`)."""
+    run (see `aotjax.ops.calls.compiled`)."""
 
     joint: JointInfo
     partitioned: Partitioned

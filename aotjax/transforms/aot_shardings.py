@@ -28,6 +28,7 @@ from aotjax.lowering.to_jax import flat_function, has_checks, xla_compiler
 from aotjax.runtime.boundary import Slot
 from aotjax.transforms.functionalize import Staged
 from aotjax.transforms.jit import _constrained, program_shardings
+from aotjax.transforms.passes import as_pass
 
 __all__ = ["PlacedExecutable", "aot_shardings", "placed_programs"]
 
@@ -216,9 +217,7 @@ def _default(compiler, program) -> bool:
 def _place(program, placed: PlacedExecutable) -> None:
     """`program` compiled (as the pass `aot: lower <name>`) into `placed`; a program made from it for other inputs
     (batched under `vmap`) into a `PlacedExecutable` of its arguments' shardings."""
-    from aotjax.transforms.aot import _as_pass  # NOTE: aot imports this module: its pass wrapper, at use
-
     def xla_compiler_placed(jaxpr, example_avals):
         return placed if jaxpr is placed.jaxpr else PlacedExecutable(jaxpr)
 
-    program.compiler = _as_pass(f"aot: lower {program.name}", xla_compiler_placed)
+    program.compiler = as_pass(f"aot: lower {program.name}", xla_compiler_placed)

@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from aotjax.core import views
 from aotjax.core.source_info import SourceInfo
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import OutKind, Slot
-
-if TYPE_CHECKING:  # NOTE: annotations only: aot imports this module
-    from aotjax.transforms.aot import _AotEntry, _AotVJP
 
 
 class Role(enum.Enum):
@@ -102,7 +98,9 @@ class _Signature:
         return self.outputs + self.returned_residuals
 
 
-def _describe(entry: _AotEntry, vjp: _AotVJP) -> _Signature:
+def _describe(entry, vjp) -> _Signature:
+    """The signature of the programs of `entry` (aot's staged function, `aot._AotEntry`) and `vjp` (its joint
+    program, `aot._AotVJP`)."""
     meta = entry.staged.meta
     primals = [Descriptor(Role.PRIMAL, meta.group_name(gi)) for gi in range(len(meta.groups))]
     outputs = [_output_descriptor(meta, slot, k) for slot, k in meta.layout]

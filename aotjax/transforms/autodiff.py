@@ -38,8 +38,8 @@ from aotjax.interpreters.partial_eval import PartialVal, partial_eval_flat
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass
 from aotjax.ops import eye
-from aotjax.ops._frontend import as_tensor
-from aotjax.ops.creation import ones
+from aotjax.ops.base.data import as_tensor
+from aotjax.ops.creation.factories import ones
 from aotjax.tensor import Tensor
 from aotjax.transforms.argnums import call_argnums, fun_name, normalize_argnums
 from aotjax.transforms.passes import run_pass

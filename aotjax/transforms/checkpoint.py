@@ -3,7 +3,7 @@
 A checkpointed region is staged (functionalized, so it may use views and in-place ops on its own
 values) into one `checkpoint` equation. Differentiated, its intermediates are saved for the
 backward only where the policy allows; the rest the backward recomputes from the region's inputs
-(see `aotjax.ops.remat`).
+(see `aotjax.ops.calls.remat`).
 
 Policies are `policy(prim, *avals, **params) -> bool` ("may this primitive's output be saved?"):
 `nothing_saveable` (the default: save only the region's inputs), `everything_saveable`,
@@ -16,7 +16,7 @@ import functools
 from operator import attrgetter
 from typing import Callable
 
-from aotjax.ops.remat import checkpoint_p, name_p
+from aotjax.ops.calls.remat import checkpoint_p, name_p
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import Slot
 from aotjax.transforms.argnums import normalize_argnums

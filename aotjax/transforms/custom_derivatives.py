@@ -2,7 +2,7 @@
 
 Called eagerly, a decorated function simply runs. Called under a transform (`grad`, `jvp`, `vjp`,
 `jit`, `make_jaxpr`, ...), it is traced once per call into a pure jaxpr and bound as one
-`custom_jvp_call` / `custom_vjp_call` primitive (`aotjax.ops.custom_derivatives`), so every transform
+`custom_jvp_call` / `custom_vjp_call` primitive (`aotjax.ops.calls.custom_derivatives`), so every transform
 sees it as a single equation; only the derivative interpreters use the rules. The function may write
 into tensors it creates, but not into its arguments (its derivative would then be ill-defined).
 
@@ -33,8 +33,8 @@ from aotjax.core.typecheck import typecheck, typecheck_enabled
 from aotjax.interpreters.ad_util import Zero, is_differentiable
 from aotjax.interpreters.functionalize import FunctionalizeTrace, FunctionalTensor, current_value
 from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
-from aotjax.ops._frontend import as_tensor
-from aotjax.ops.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
+from aotjax.ops.base.data import as_tensor
+from aotjax.ops.calls.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from aotjax.tensor import Tensor
 from aotjax.transforms.make_jaxpr import input_aval
 
@@ -259,7 +259,7 @@ def _pair(out, kind: str, name: str, what: str) -> tuple:
 # -- custom_jvp --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _JvpRule:
-    """The user's jvp rule on flat lists (`aotjax.ops.custom_derivatives.CustomJvpRule`)."""
+    """The user's jvp rule on flat lists (`aotjax.ops.calls.custom_derivatives.CustomJvpRule`)."""
 
     s: _Structure
 
@@ -318,7 +318,7 @@ class custom_jvp:
 # -- custom_vjp --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _FwdRule:
-    """The user's `fwd` on flat lists (`aotjax.ops.custom_derivatives.CustomFwdRule`)."""
+    """The user's `fwd` on flat lists (`aotjax.ops.calls.custom_derivatives.CustomFwdRule`)."""
 
     s: _Structure
 
@@ -342,7 +342,7 @@ class _FwdRule:
 
 @dataclass(frozen=True)
 class _BwdRule:
-    """The user's `bwd` on flat lists (`aotjax.ops.custom_derivatives.CustomBwdRule`)."""
+    """The user's `bwd` on flat lists (`aotjax.ops.calls.custom_derivatives.CustomBwdRule`)."""
 
     s: _Structure
     res_tree: Any

@@ -16,8 +16,8 @@ from aotjax.core.interpreter import full_raise, new_main
 from aotjax.core.ir import ClosedJaxpr, JaxprMeta
 from aotjax.interpreters.functionalize import FunctionalizeTrace
 from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
-from aotjax.ops._frontend import constants_made_inside
-from aotjax.ops.generator import Generator, default_generator
+from aotjax.ops.base.frontend import constants_made_inside
+from aotjax.ops.random.generator import Generator, default_generator
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import BoundaryMeta, InputGroup, OutKind, Slot
 from aotjax.tensor import Tensor

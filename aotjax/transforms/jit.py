@@ -30,7 +30,7 @@ from aotjax.core.interpreter import Tracer
 from aotjax.interpreters.batching import vmap_running
 from aotjax.interpreters.eval import read
 from aotjax.lowering.to_jax import CheckedProgram, avals_to_structs, flat_function, xla_compiler
-from aotjax.ops.calls import Program, compiled_call_p
+from aotjax.ops.calls.compiled import Program, compiled_call_p
 from aotjax.runtime import boundary, fast_call, guards
 from aotjax.runtime.boundary import GroupKind, OutKind, Slot
 from aotjax.tensor import Tensor

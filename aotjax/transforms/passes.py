@@ -43,6 +43,7 @@ another transform (`make_jaxpr(grad(f))`, `aot(grad(f))`) the whole program is t
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import Callable, Mapping, TypeVar
@@ -97,3 +98,13 @@ def log_pass(name: str, shown: Callable[[], Shown] | Shown, display_only: bool =
             if dump:
                 print(f"--- aotjax pass: {title} ---\n{text}")
             logger.debug("pass %s:\n%s", title, text)
+
+
+def as_pass(name: str, compiler: Callable) -> Callable:
+    """`compiler` (a closed jaxpr and example avals -> a callable), each call of it run as the pass `name` (a program
+    is compiled when it first runs)."""
+    return functools.partial(_lower, name, compiler)
+
+
+def _lower(name: str, compiler: Callable, jaxpr: ClosedJaxpr, example_avals) -> Callable:
+    return run_pass(name, compiler, jaxpr, example_avals, show=lambda _: jaxpr)

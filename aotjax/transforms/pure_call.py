@@ -19,7 +19,7 @@ from aotjax.core.interpreter import bind as _bind
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate
 from aotjax.interpreters.functionalize import FunctionalizeTrace, FunctionalTensor, current_value
-from aotjax.ops.creation import zeros
+from aotjax.ops.creation.factories import zeros
 from aotjax.runtime import boundary
 from aotjax.transforms.functionalize import as_it_is, capture_live
 

@@ -2,9 +2,9 @@
 `jax.shard_map` (same signature and meaning), on aotjax tensors.
 
 The function is staged (functionalized, so it may use views and in-place ops) with each argument's block shape into
-one `shard_map` equation (`aotjax.ops.shard_map`), which every transform handles: `jit`, `grad`/`vjp`, `jvp`, `aot`,
-`vmap`, `checkpoint`. Eagerly it runs compiled. Inside, the collectives of `aotjax.lax` (`psum`, `pmean`, `pmax`,
-`pmin`, `all_gather`, `psum_scatter`, `ppermute`, `axis_index`) take the mesh's axis names.
+one `shard_map` equation (`aotjax.ops.distributed.shard_map`), which every transform handles: `jit`, `grad`/`vjp`,
+`jvp`, `aot`, `vmap`, `checkpoint`. Eagerly it runs compiled. Inside, the collectives of `aotjax.lax` (`psum`,
+`pmean`, `pmax`, `pmin`, `all_gather`, `psum_scatter`, `ppermute`, `axis_index`) take the mesh's axis names.
 
 Eager semantics hold at the boundary: an argument the body writes in place is written back, each device's block into
 its place in the global tensor (the program returns the written blocks, split by the argument's in spec), and a
@@ -23,10 +23,10 @@ import jax
 from jax.sharding import Mesh, PartitionSpec
 
 from aotjax.core.errors import UnsupportedError
-from aotjax.ops._frontend import as_tensor
-from aotjax.ops.collectives import mesh_axes
-from aotjax.ops.shape import clone
-from aotjax.ops.shard_map import block_aval, shard_map_p, spec_axes
+from aotjax.ops.base.data import as_tensor
+from aotjax.ops.distributed.collectives import mesh_axes
+from aotjax.ops.distributed.shard_map import block_aval, shard_map_p, spec_axes
+from aotjax.ops.shape.clone import clone
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import Slot
 from aotjax.tensor import Tensor

@@ -12,7 +12,7 @@ import pytest
 import aotjax
 from aotjax.core.errors import UnsupportedError
 from aotjax.interpreters.jvp import jvp_flat, jvp_rules
-from aotjax.ops.elementwise import sin_p
+from aotjax.ops.math.elementwise import sin_p
 from tests.helpers import FD_ATOL, FD_RTOL, FLOAT, asks_for_64_bits, by_mode, central_difference
 from tests.op_records import OpRecord, as_np, derivative_inputs, flat, records, sample_f64, skip_without_x64
 

@@ -141,7 +141,7 @@ def test_partial_eval_rules_replace_the_default_for_unknown_operands():
 def test_constants_made_from_nothing_are_made_again_not_saved():
     """A zero tensor a jvp rule instantiates is rebuilt in the tangent program, never a residual."""
     from aotjax.interpreters.jvp import jvp_flat
-    from aotjax.ops.views import select_scatter_p
+    from aotjax.ops.shape.views import select_scatter_p
 
     x = f64(1.0, 2.0, 3.0)
     src = aotjax.full((2,), 5.0, dtype=aotjax.float64)  # a constant: its tangent is a symbolic zero

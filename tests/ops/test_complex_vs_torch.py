@@ -1,7 +1,7 @@
 """Complex tensors against torch: construction, printing, promotion, the views `real`/`imag`/`conj`/`view_as_real`/
 `view_as_complex` (values, strides, writes through them eagerly and under jit, vmap), elementwise ops on complex
 values, the ops torch refuses, and derivatives. aotjax's `grad` of a real loss with respect to a complex leaf is the
-conjugate of torch's `.grad` (JAX's convention, see aotjax/ops/complex_numbers.py); for real leaves they agree."""
+conjugate of torch's `.grad` (JAX's convention, see aotjax/ops/math/complex.py); for real leaves they agree."""
 import numpy as np
 import pytest
 import torch

@@ -10,7 +10,7 @@ import pytest
 
 import aotjax
 from aotjax.core.errors import DTypeTruncationWarning
-from aotjax.ops import _frontend
+from aotjax.ops.base import frontend as _frontend
 
 F64, I64 = aotjax.float64, aotjax.int64
 

@@ -1,4 +1,4 @@
-"""The elementwise math of `aotjax.ops.pointwise` and `aotjax.special` against PyTorch: each op on a few samples
+"""The elementwise math of `aotjax.ops.math.functions` and `aotjax.special` against PyTorch: each op on a few samples
 (edge values: 0, -0.0, negatives, +-inf, NaN where the op defines them; a float and an int or bool dtype; 0-d and
 empty tensors), eagerly (values and dtypes), under `aotjax.jit` (one compile per op, on its first sample), and
 the gradient of a weighted sum against torch's autograd on interior points; then the in-place forms, the

@@ -1,5 +1,7 @@
-"""The ops of aotjax/ops/extra_nn.py, extra_linalg.py and extra_special.py against PyTorch: values and dtypes
-eagerly, one compiled program per family, and gradients against torch's autograd; the layers; torch's errors."""
+"""`F.bilinear ctc_loss pdist channel_shuffle max_unpool* affine_grid grid_sample` and friends (aotjax/ops/nn/),
+torch.linalg's solvers (aotjax/ops/linalg/solvers.py) and `igamma nextafter frexp` (aotjax/ops/math/special.py)
+against PyTorch: values and dtypes eagerly, one compiled program per family, and gradients against torch's
+autograd; the layers; torch's errors."""
 from __future__ import annotations
 
 import math

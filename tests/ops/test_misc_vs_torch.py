@@ -1,4 +1,6 @@
-"""The compositions of aotjax/ops/misc_ops.py against PyTorch: values and dtype kinds eagerly, the in-place forms,
+"""Short compositions of several families (`logical_xor ldexp positive` in aotjax/ops/math/functions.py, the trapezoid
+rule and `histogram` in reduce/statistics.py, torch's older linear algebra in linalg/lapack.py, the `*_copy` forms
+in shape/arrangement.py, ...) against PyTorch: values and dtype kinds eagerly, the in-place forms,
 the `*_copy` forms (new contiguous tensors), one compiled program and one vjp against torch's autograd, and
 torch's errors."""
 from __future__ import annotations

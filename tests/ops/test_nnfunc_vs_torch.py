@@ -437,7 +437,7 @@ def test_vmap_of_losses_and_their_gradients_is_the_loop_in_torch():
 def test_every_new_functional_name_is_torchs_with_torchs_argument_names():
     import inspect
 
-    from aotjax.ops import activations, losses, normalization
+    from aotjax.ops.nn import activations, losses, normalization
 
     for name in activations.FUNCTIONAL + losses.FUNCTIONAL + normalization.FUNCTIONAL:
         ours, theirs = getattr(F, name), getattr(TF, name)

@@ -8,7 +8,7 @@ import pytest
 
 import aotjax
 from aotjax.core.errors import DTypeError
-from aotjax.ops.promotion import can_cast, check_inplace_cast, default_float_dtype, default_int_dtype, result_type
+from aotjax.ops.base.promotion import can_cast, check_inplace_cast, default_float_dtype, default_int_dtype, result_type
 from tests.helpers import by_mode
 
 BF16 = aotjax.bfloat16

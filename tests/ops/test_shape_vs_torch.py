@@ -1,4 +1,4 @@
-"""The arrangement ops (aotjax/ops/arrangement.py, and flip's dims= keyword) against PyTorch: each op on a few
+"""The arrangement ops (aotjax/ops/shape/arrangement.py, and flip's dims= keyword) against PyTorch: each op on a few
 samples (0-d and empty inputs where torch allows them, float and int dtypes, keyword arguments) eagerly, under
 `aotjax.jit` (one compiled function per op) and `aotjax.vjp` against torch's autograd; and which results alias
 their input, seen by writing into the input after the op and into each result: a view shows the write, a copy

@@ -75,7 +75,7 @@ def test_contiguous_write_lowers_to_dynamic_update_slice():
         x[1:3] = 0.0
         return x
 
-    jaxpr = aotjax.make_jaxpr(lambda b, y: aotjax.ops.views.slice_scatter_p.bind(b, y, dim=0, start=1, stop=3,
+    jaxpr = aotjax.make_jaxpr(lambda b, y: aotjax.ops.shape.views.slice_scatter_p.bind(b, y, dim=0, start=1, stop=3,
                                                                                   step=1))(rand(4), rand(2))
     hlo = jax.jit(aotjax.to_jax(jaxpr)).lower(rand(4), rand(2)).as_text()
     assert "dynamic_update_slice" in hlo and "scatter" not in hlo

@@ -13,10 +13,11 @@ from aotjax.nn import init
 from aotjax.nn.module import Module
 from aotjax.nn.modules.linear import Linear
 from aotjax.nn.parameter import Parameter
-from aotjax.ops.creation import empty, zeros
-from aotjax.ops.elementwise import gelu, relu, relu_, sigmoid, silu, silu_, tanh
-from aotjax.ops.linalg import linear
-from aotjax.ops.nn import dropout, softmax
+from aotjax.ops.creation.factories import empty, zeros
+from aotjax.ops.linalg.matmul import linear
+from aotjax.ops.math.elementwise import gelu, relu, relu_, sigmoid, silu, silu_, tanh
+from aotjax.ops.nn.activations import softmax
+from aotjax.ops.nn.normalization import dropout
 
 __all__ = ["ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "MultiheadAttention"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 from aotjax.nn import init
 from aotjax.nn.module import Module
 from aotjax.nn.parameter import Parameter
-from aotjax.ops.creation import empty, ones, zeros
-from aotjax.ops.nn import batch_norm
-from aotjax.ops.promotion import default_int_dtype
+from aotjax.ops.base.promotion import default_int_dtype
+from aotjax.ops.creation.factories import empty, ones, zeros
+from aotjax.ops.nn.normalization import batch_norm
 
 __all__ = ["BatchNorm1d", "BatchNorm2d"]
 

@@ -6,9 +6,9 @@ import math
 from aotjax.nn import init
 from aotjax.nn.module import Module
 from aotjax.nn.parameter import Parameter
-from aotjax.ops import conv as F
-from aotjax.ops.creation import empty
-from aotjax.ops.resampling import pad
+from aotjax.ops.creation.factories import empty
+from aotjax.ops.nn import conv as F
+from aotjax.ops.nn.resampling import pad
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from aotjax.nn.module import Module
-from aotjax.ops.nn import dropout
+from aotjax.ops.nn.normalization import dropout
 
 __all__ = ["Dropout"]
 

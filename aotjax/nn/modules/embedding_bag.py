@@ -4,8 +4,8 @@ from __future__ import annotations
 from aotjax.nn import init
 from aotjax.nn.module import Module
 from aotjax.nn.parameter import Parameter
-from aotjax.ops.creation import empty
-from aotjax.ops.normalization import embedding_bag
+from aotjax.ops.creation.factories import empty
+from aotjax.ops.nn.normalization import embedding_bag
 
 __all__ = ["EmbeddingBag"]
 

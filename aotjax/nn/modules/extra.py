@@ -1,15 +1,15 @@
-"""The layers of the ops in aotjax/ops/extra_nn.py: `Bilinear`, `CTCLoss`, `ChannelShuffle`,
+"""The layers of these `torch.nn.functional` ops: `Bilinear`, `CTCLoss`, `ChannelShuffle`,
 `TripletMarginWithDistanceLoss`, `MultiLabelMarginLoss`, `MaxUnpool1d/2d/3d`, as `torch.nn`'s."""
 from __future__ import annotations
 
 import math
 
+from aotjax.nn import functional as E
 from aotjax.nn import init
 from aotjax.nn.module import Module
 from aotjax.nn.modules.loss import _Loss
 from aotjax.nn.parameter import Parameter
-from aotjax.ops import extra_nn as E
-from aotjax.ops.creation import empty
+from aotjax.ops.creation.factories import empty
 
 __all__ = ["Bilinear", "CTCLoss", "ChannelShuffle", "TripletMarginWithDistanceLoss", "MultiLabelMarginLoss",
            "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]

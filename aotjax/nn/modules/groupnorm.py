@@ -7,8 +7,8 @@ from aotjax.nn import init
 from aotjax.nn.module import Module
 from aotjax.nn.modules.batchnorm import _BatchNorm
 from aotjax.nn.parameter import Parameter
-from aotjax.ops import normalization as N
-from aotjax.ops.creation import empty
+from aotjax.ops.creation.factories import empty
+from aotjax.ops.nn import normalization as N
 
 __all__ = ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "Dropout1d",
            "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]

@@ -6,8 +6,8 @@ import math
 from aotjax.nn import init
 from aotjax.nn.module import Module
 from aotjax.nn.parameter import Parameter
-from aotjax.ops.creation import empty
-from aotjax.ops.linalg import linear
+from aotjax.ops.creation.factories import empty
+from aotjax.ops.linalg.matmul import linear
 
 __all__ = ["Identity", "Linear"]
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from aotjax.nn.module import Module
-from aotjax.ops import losses as L
-from aotjax.ops.nn import cross_entropy, mse_loss
+from aotjax.ops.nn import losses as L
+from aotjax.ops.nn.losses import cross_entropy, mse_loss
 
 __all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
            "BCEWithLogitsLoss", "KLDivLoss", "CosineSimilarity", "PairwiseDistance", "CosineEmbeddingLoss",

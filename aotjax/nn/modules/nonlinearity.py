@@ -7,9 +7,9 @@ import warnings
 from aotjax.nn import init as nn_init
 from aotjax.nn.module import Module
 from aotjax.nn.parameter import Parameter
-from aotjax.ops import activations as A
-from aotjax.ops.creation import full
-from aotjax.ops.nn import log_softmax
+from aotjax.ops.creation.factories import full
+from aotjax.ops.nn import activations as A
+from aotjax.ops.nn.activations import log_softmax
 
 __all__ = ["LeakyReLU", "ELU", "SELU", "CELU", "Softplus", "Hardtanh", "ReLU6", "Hardswish", "Hardsigmoid", "Mish",
            "LogSigmoid", "GLU", "PReLU", "RReLU", "Softsign", "Tanhshrink", "Softshrink", "Hardshrink", "Threshold",

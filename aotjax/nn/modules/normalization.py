@@ -6,8 +6,8 @@ import numbers
 from aotjax.nn import init
 from aotjax.nn.module import Module
 from aotjax.nn.parameter import Parameter
-from aotjax.ops.creation import empty
-from aotjax.ops.nn import layer_norm, rms_norm
+from aotjax.ops.creation.factories import empty
+from aotjax.ops.nn.normalization import layer_norm, rms_norm
 
 __all__ = ["LayerNorm", "RMSNorm"]
 

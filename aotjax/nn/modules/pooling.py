@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from aotjax.nn.module import Module
-from aotjax.ops import pooling as P
-from aotjax.ops.resampling import interpolate, pad
+from aotjax.ops.nn import pooling as P
+from aotjax.ops.nn.resampling import interpolate, pad
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",

@@ -5,8 +5,8 @@ from aotjax.core.source_info import where
 from aotjax.nn import init
 from aotjax.nn.module import Module
 from aotjax.nn.parameter import Parameter
-from aotjax.ops.creation import empty
-from aotjax.ops.nn import embedding
+from aotjax.ops.creation.factories import empty
+from aotjax.ops.nn.sparse import embedding
 
 __all__ = ["Embedding"]
 

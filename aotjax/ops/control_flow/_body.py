@@ -35,8 +35,8 @@ from aotjax.core.source_info import where
 from aotjax.core.typecheck import typecheck, typecheck_enabled
 from aotjax.interpreters.functionalize import FunctionalizeTrace, FunctionalStorage, FunctionalTensor, current_value
 from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
-from aotjax.ops._frontend import bind_inplace
-from aotjax.ops.indexing import copy__p
+from aotjax.ops.base.frontend import bind_inplace
+from aotjax.ops.indexing.subscripts import copy__p
 from aotjax.tensor import Tensor, is_eager
 
 __all__ = ["Body", "trace_body", "write_back", "caller_base", "memory_of", "memory_key", "describe_path"]

@@ -15,12 +15,13 @@ from aotjax.core.ir import ClosedJaxpr, Jaxpr
 from aotjax.core.source_info import where
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import is_differentiable
-from aotjax.ops._frontend import as_tensor, convert
+from aotjax.ops.base.casts import convert, convert_element_type_p
+from aotjax.ops.base.data import as_tensor
 from aotjax.ops.control_flow._body import describe_path
-from aotjax.ops.creation import full
-from aotjax.ops.elementwise import convert_element_type_p, eq_p, where_p
-from aotjax.ops.reduction import cumsum_p, reduce_or_p, reduce_sum_p
-from aotjax.ops.views import detach_p
+from aotjax.ops.creation.factories import full
+from aotjax.ops.math.elementwise import eq_p, where_p
+from aotjax.ops.reduce.reductions import cumsum_p, reduce_or_p, reduce_sum_p
+from aotjax.ops.shape.views import detach_p
 from aotjax.tensor import Tensor
 
 __all__ = ["split_list", "permute", "differentiable", "loop_operand", "kind_of", "check_carry",

@@ -64,14 +64,15 @@ from aotjax.interpreters.lowering import eval_sub_jaxpr, register_lowering
 from aotjax.interpreters.partial_eval import ResidualSource, SplitJaxpr, partial_eval_jaxpr, partial_eval_rules
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass, is_undefined, transpose_rules
-from aotjax.ops._frontend import as_tensor
+from aotjax.ops.base.casts import convert_element_type_p
+from aotjax.ops.base.data import as_tensor
 from aotjax.ops.control_flow._body import Body, describe_path, trace_body, write_back
 from aotjax.ops.control_flow._common import select_examples, stand_in
-from aotjax.ops.creation import zeros
-from aotjax.ops.elementwise import convert_element_type_p, eq_p
-from aotjax.ops.indexing import check_index_p
-from aotjax.ops.reduction import reduce_or_p
-from aotjax.ops.views import detach_p
+from aotjax.ops.creation.factories import zeros
+from aotjax.ops.indexing.subscripts import check_index_p
+from aotjax.ops.math.elementwise import eq_p
+from aotjax.ops.reduce.reductions import reduce_or_p
+from aotjax.ops.shape.views import detach_p
 from aotjax.tensor import Tensor
 
 __all__ = ["cond", "switch", "cond_p"]

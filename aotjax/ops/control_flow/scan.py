@@ -58,7 +58,7 @@ from aotjax.interpreters.partial_eval import (
 )
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import UndefinedPrimal, backward_pass, is_undefined, transpose_rules
-from aotjax.ops._frontend import as_tensor
+from aotjax.ops.base.data import as_tensor
 from aotjax.ops.control_flow._body import memory_key, trace_body, write_back
 from aotjax.ops.control_flow._common import (
     check_carry,

@@ -58,7 +58,7 @@ from aotjax.interpreters.lowering import eval_jaxpr_jax, eval_sub_jaxpr, registe
 from aotjax.interpreters.partial_eval import ResidualSource, partial_eval_jaxpr, partial_eval_rules
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import transpose_rules
-from aotjax.ops._frontend import as_tensor
+from aotjax.ops.base.data import as_tensor
 from aotjax.ops.control_flow._body import Body, trace_body, write_back
 from aotjax.ops.control_flow._common import (
     WeakCarry,
@@ -74,9 +74,9 @@ from aotjax.ops.control_flow._common import (
     trace_promoting,
 )
 from aotjax.ops.control_flow.scan import scan
-from aotjax.ops.creation import full
-from aotjax.ops.indexing import check_index_p
-from aotjax.ops.reduction import reduce_or_p
+from aotjax.ops.creation.factories import full
+from aotjax.ops.indexing.subscripts import check_index_p
+from aotjax.ops.reduce.reductions import reduce_or_p
 from aotjax.tensor import Tensor
 
 __all__ = ["while_loop", "fori_loop", "while_p"]

@@ -1,0 +1,1 @@
+"""Fourier transforms: `torch.fft` and the short-time transforms `stft`/`istft` (`fourier`)."""

@@ -1,0 +1,763 @@
+"""`torch.linalg`: factorizations, solvers, determinants and norms over the last two dims (leading dims are
+batch dims). The factorizations and solvers are primitives made with `from_jax` (`aotjax.ops.base.from_jax`): each
+computes what its `jax.numpy.linalg`/`jax.scipy.linalg`/`jax.lax.linalg` function computes, and its derivatives,
+batching and transposes are JAX's own. The rest (`norm`, `pinv`, `lstsq`, `matrix_power`, `matrix_rank`,
+`multi_dot`, `vecdot`, `cross`, `logdet`) compose them and the elementwise ops. The public namespace is
+`aotjax.linalg` (torch's names); `det`, `logdet`, `slogdet`, `inverse`, `matrix_power` and `matrix_exp` are also
+`aotjax.X` and Tensor methods, as in torch. Real floating dtypes only for now: a complex input raises.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+
+from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
+from aotjax.core.source_info import where
+from aotjax.ops.base.combinators import broadcast_shapes
+from aotjax.ops.base.data import as_tensor
+from aotjax.ops.base.from_jax import from_jax
+from aotjax.ops.base.frontend import canonical_dims
+from aotjax.ops.base.promotion import default_int_dtype
+from aotjax.ops.creation.factories import eye, zeros
+from aotjax.ops.indexing.subscripts import index_select
+from aotjax.ops.linalg.matmul import matmul
+from aotjax.ops.math import elementwise as ew
+from aotjax.ops.reduce import reductions as red
+from aotjax.tensor import Tensor, method
+
+__all__ = ["det", "logdet", "slogdet", "inverse", "matrix_power", "matrix_exp"]
+# NOTE: what `aotjax.linalg` exports (torch.linalg's names); `__all__` is what `aotjax.X` gets
+LINALG = ["norm", "vector_norm", "matrix_norm", "inv", "inv_ex", "solve", "solve_triangular", "cholesky",
+          "cholesky_ex", "qr", "svd", "svdvals", "eig", "eigvals", "eigh", "eigvalsh",
+          "det", "slogdet", "pinv", "lstsq", "matrix_power",
+          "matrix_rank", "lu_factor", "lu_solve", "lu", "multi_dot", "vecdot", "cross", "matrix_exp",
+          "QR", "SVD", "EigResult",
+          "EighResult", "SlogdetResult", "LUResult", "LUFactorResult", "LstsqResult", "InvExResult",
+          "CholeskyExResult"]
+
+
+class QR(NamedTuple):
+    Q: Tensor
+    R: Tensor
+
+
+class SVD(NamedTuple):
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+class EighResult(NamedTuple):
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class EigResult(NamedTuple):
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class SlogdetResult(NamedTuple):
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class LUResult(NamedTuple):
+    P: Tensor
+    L: Tensor
+    U: Tensor
+
+
+class LUFactorResult(NamedTuple):
+    LU: Tensor
+    pivots: Tensor
+
+
+class LstsqResult(NamedTuple):
+    solution: Tensor
+    residuals: Tensor
+    rank: Tensor
+    singular_values: Tensor
+
+
+class InvExResult(NamedTuple):
+    inverse: Tensor
+    info: Tensor
+
+
+class CholeskyExResult(NamedTuple):
+    L: Tensor
+    info: Tensor
+
+
+# -- checks ----------------------------------------------------------------------------------------------
+def _floating(op: str, x) -> Tensor:
+    x = as_tensor(x)
+    if np.issubdtype(x.dtype, np.complexfloating):
+        raise UnsupportedError(f"{op}: complex tensors are not supported yet (got {x.dtype.name}){where()}; aotjax's "
+                               f"linear algebra takes real floating tensors (float32, float64)")
+    if not np.issubdtype(x.dtype, np.floating):
+        raise DTypeError(f"{op}: expected a floating point tensor as input, got {x.dtype.name}{where()}; convert it "
+                         f"first (e.g. `A.float()`)")
+    return x
+
+
+def _matrix(op: str, x, square: bool = True) -> Tensor:
+    x = _floating(op, x)
+    if x.ndim < 2:
+        raise ShapeError(f"{op}: the input must have at least 2 dimensions, got shape {list(x.shape)}{where()}")
+    if square and x.shape[-1] != x.shape[-2]:
+        raise ShapeError(f"{op}: a batch of square matrices is expected, got shape {list(x.shape)} "
+                         f"({x.shape[-2]} x {x.shape[-1]} matrices){where()}")
+    return x
+
+
+def _same_dtype(op: str, *xs) -> None:
+    if len({x.dtype for x in xs}) > 1:
+        got = " and ".join(x.dtype.name for x in xs)
+        raise DTypeError(f"{op}: expected operands of one dtype, got {got}{where()}; convert one first "
+                         f"(e.g. `B.to(A.dtype)`)")
+
+
+def _batch_broadcast(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """`a` and `b` with their batch dims (all but the last two) broadcast together."""
+    batch = broadcast_shapes(op, tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    return a.expand(*batch, *a.shape[-2:]), b.expand(*batch, *b.shape[-2:])
+
+
+# -- the primitives ---------------------------------------------------------------------------------------
+def _cholesky(a, *, upper):
+    lower = jnp.linalg.cholesky(a, symmetrize_input=False)
+    return jnp.swapaxes(lower, -1, -2) if upper else lower
+
+
+def _qr(a, *, mode):
+    if mode == "r":
+        return jnp.zeros((0,), a.dtype), jnp.linalg.qr(a, mode="r")
+    return tuple(jnp.linalg.qr(a, mode=mode))
+
+
+def _eigh(a, *, UPLO):
+    return tuple(jnp.linalg.eigh(a, UPLO=UPLO, symmetrize_input=False))
+
+
+def _lu_factor(a):
+    lu, pivots, _ = jax.lax.linalg.lu(a)
+    return lu, pivots + 1  # NOTE: torch's pivots count from 1 (LAPACK's)
+
+
+def _lu(a):
+    lu, _, perm = jax.lax.linalg.lu(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    lower = jnp.tril(lu[..., :, :k], -1) + jnp.eye(m, k, dtype=a.dtype)
+    upper = jnp.triu(lu[..., :k, :])
+    # NOTE: rows perm of A are L @ U, so A = P @ L @ U with P[perm[i], i] = 1
+    p = jnp.swapaxes(jax.nn.one_hot(perm, m, dtype=a.dtype), -1, -2)
+    return p, lower, upper
+
+
+def _lu_solve(lu, pivots, b, *, adjoint):
+    n = lu.shape[-1]
+    perm = jax.lax.linalg.lu_pivots_to_permutation(pivots - 1, n)
+    lower = dict(lower=True, unit_diagonal=True)
+    if not adjoint:  # A = P L U: x = U^-1 L^-1 P^T b
+        pb = jnp.take_along_axis(b, perm[..., :, None], axis=-2)
+        y = jax.lax.linalg.triangular_solve(lu, pb, left_side=True, **lower)
+        return jax.lax.linalg.triangular_solve(lu, y, left_side=True, lower=False)
+    # A^T = U^T L^T P^T: x = P L^-T U^-T b
+    y = jax.lax.linalg.triangular_solve(lu, b, left_side=True, lower=False, transpose_a=True)
+    z = jax.lax.linalg.triangular_solve(lu, y, left_side=True, transpose_a=True, **lower)
+    inverse = jnp.argsort(perm, axis=-1)
+    return jnp.take_along_axis(z, inverse[..., :, None], axis=-2)
+
+
+def _solve_triangular(a, b, *, upper, unitriangular):
+    return jax.lax.linalg.triangular_solve(a, b, left_side=True, lower=not upper, unit_diagonal=unitriangular)
+
+
+def _pinv(a, *, rtol, atol, hermitian):
+    if atol is None and rtol is None:
+        rtol = float(np.finfo(a.dtype).eps) * max(a.shape[-2:])
+    if atol is not None:  # NOTE: torch's threshold max(atol, rtol * s_max), as jax's rtol relative to s_max
+        s_max = jax.lax.stop_gradient(jnp.linalg.svd(a, compute_uv=False)[..., 0])
+        rel = jnp.where(s_max > 0, atol / jnp.where(s_max > 0, s_max, 1), 0)
+        rtol = jnp.maximum(rel, rtol or 0.0)
+    return jnp.linalg.pinv(a, rtol=rtol, hermitian=hermitian)
+
+
+def _vector_norm(x, *, ord, axis, keepdims):
+    return _safe_norm(x, ord, axis, keepdims)
+
+
+def _safe_norm(x, ord, axis, keepdims):
+    """`jnp.linalg.vector_norm` with torch's derivatives at zero: a zero norm has a zero derivative (jax's is nan
+    for ord > 1), as does |x| at x = 0 for ord = 1 (jax's is 1)."""
+    if ord in (np.inf, -np.inf) or ord < 1:
+        return jnp.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
+
+    @jax.custom_jvp
+    def norm(x):
+        return jnp.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
+
+    @norm.defjvp
+    def norm_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        out = norm(x)
+        full = out if keepdims else jnp.expand_dims(out, axis)
+        safe = jnp.where(full > 0, full, 1)
+        scale = jnp.abs(x) ** (ord - 1) * jnp.sign(x) / safe ** (ord - 1)
+        t_out = jnp.sum(jnp.where(full > 0, scale * t, 0), axis=axis, keepdims=keepdims)
+        return out, t_out
+    return norm(x)
+
+
+def _matrix_norm(a, *, ord):
+    return jnp.linalg.matrix_norm(a, ord=ord)
+
+
+cholesky_p = from_jax("cholesky", _cholesky)
+qr_p = from_jax("qr", _qr, multiple_results=True)
+svd_p = from_jax("svd", lambda a, *, full_matrices: tuple(jnp.linalg.svd(a, full_matrices=full_matrices)),
+                 multiple_results=True)
+svdvals_p = from_jax("svdvals", lambda a: jnp.linalg.svd(a, compute_uv=False))
+# NOTE: the eigenvectors' derivatives assume distinct eigenvalues and a loss that does not depend on their phase
+# (as torch's do); JAX makes callers opt in to that (`enable_eigvec_derivs`).
+eig_p = from_jax("eig", lambda a: tuple(jax.lax.linalg.eig(a, compute_left_eigenvectors=False,
+                                                            enable_eigvec_derivs=True)), multiple_results=True)
+eigvals_p = from_jax("eigvals", lambda a: jax.lax.linalg.eig(a, compute_left_eigenvectors=False,
+                                                             compute_right_eigenvectors=False)[0])
+eigh_p = from_jax("eigh", _eigh, multiple_results=True)
+eigvalsh_p = from_jax("eigvalsh", lambda a, *, UPLO: _eigh(a, UPLO=UPLO)[0])
+det_p = from_jax("det", jnp.linalg.det)
+slogdet_p = from_jax("slogdet", lambda a: tuple(jnp.linalg.slogdet(a)), multiple_results=True)
+inv_p = from_jax("inv", jnp.linalg.inv)
+solve_p = from_jax("solve", jnp.linalg.solve)
+solve_triangular_p = from_jax("solve_triangular", _solve_triangular)
+lu_factor_p = from_jax("lu_factor", _lu_factor, multiple_results=True)
+lu_p = from_jax("lu", _lu, multiple_results=True)
+lu_solve_p = from_jax("lu_solve", _lu_solve)
+matrix_exp_p = from_jax("matrix_exp", lambda a: jsl.expm(a))
+pinv_p = from_jax("pinv", _pinv)
+vector_norm_p = from_jax("vector_norm", _vector_norm, flops=lambda i, o, **p: float(i[0].size))
+matrix_norm_p = from_jax("matrix_norm", _matrix_norm)
+
+
+# -- factorizations -----------------------------------------------------------------------------------------
+def cholesky(A, *, upper=False):
+    """The Cholesky factor of symmetric positive-definite matrices, as `torch.linalg.cholesky` (lower unless
+    `upper=True`; only the lower triangle of `A` is read). A matrix that is not positive-definite gives NaNs.
+
+    >>> aotjax.linalg.cholesky(aotjax.tensor([[4.0, 2.0], [2.0, 5.0]]))
+    tensor([[2., 0.],
+            [1., 2.]])
+    """
+    A = _matrix("linalg.cholesky", A)
+    return cholesky_p.bind(A, upper=bool(upper), chain=())
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """`cholesky` and an `info` of zeros where the factorization succeeded (nonzero where a factor is NaN).
+
+    >>> aotjax.linalg.cholesky_ex(aotjax.eye(2)).info.item()
+    0
+    """
+    L = cholesky(A, upper=upper)
+    bad = ew.logical_not(ew.isfinite(L)).any(-1).any(-1)
+    return CholeskyExResult(L, bad.to(np.int32))
+
+
+def qr(A, mode="reduced"):
+    """The QR decomposition `A = Q R`, as `torch.linalg.qr` (`mode`: 'reduced', 'complete', or 'r' for R alone
+    with an empty Q).
+
+    >>> Q, R = aotjax.linalg.qr(aotjax.tensor([[3.0, 1.0], [4.0, 2.0]]))
+    >>> bool(((Q @ R - aotjax.tensor([[3.0, 1.0], [4.0, 2.0]])).abs() < 1e-5).all())
+    True
+    """
+    A = _matrix("linalg.qr", A, square=False)
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"linalg.qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}{where()}")
+    return QR(*qr_p.bind(A, mode=mode, chain=()))
+
+
+def svd(A, full_matrices=True, *, driver=None):
+    """The singular value decomposition `A = U diag(S) Vh`, as `torch.linalg.svd` (singular values descending).
+
+    >>> aotjax.linalg.svd(aotjax.tensor([[3.0, 0.0], [0.0, -2.0]])).S
+    tensor([3., 2.])
+    """
+    A = _matrix("linalg.svd", A, square=False)
+    return SVD(*svd_p.bind(A, full_matrices=bool(full_matrices), chain=()))
+
+
+def svdvals(A, *, driver=None):
+    """The singular values of `A`, descending, as `torch.linalg.svdvals`.
+
+    >>> aotjax.linalg.svdvals(aotjax.tensor([[3.0, 0.0], [0.0, -2.0]]))
+    tensor([3., 2.])
+    """
+    return svdvals_p.bind(_matrix("linalg.svdvals", A, square=False), chain=())
+
+
+def _uplo(op: str, UPLO) -> str:
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {UPLO!r}{where()}")
+    return UPLO
+
+
+def eigh(A, UPLO="L"):
+    """Eigenvalues (ascending) and eigenvectors of symmetric matrices, as `torch.linalg.eigh` (only the `UPLO`
+    triangle is read).
+
+    >>> aotjax.linalg.eigh(aotjax.tensor([[2.0, 1.0], [1.0, 2.0]])).eigenvalues
+    tensor([1., 3.])
+    """
+    A = _matrix("linalg.eigh", A)
+    return EighResult(*eigh_p.bind(A, UPLO=_uplo("linalg.eigh", UPLO), chain=()))
+
+
+def eig(A):
+    """Eigenvalues and (unit-norm) eigenvectors of square matrices, as `torch.linalg.eig`: complex results, also for
+    real input (complex64 for float32). Computed by LAPACK on the CPU, as in jax. Derivatives of the eigenvectors
+    hold for distinct eigenvalues and a loss that does not depend on each eigenvector's phase, as torch's do.
+
+    >>> aotjax.linalg.eig(aotjax.tensor([[2.0, 0.0], [0.0, 3.0]])).eigenvalues
+    tensor([2.+0.j, 3.+0.j])
+    """
+    A = _matrix("linalg.eig", A)
+    return EigResult(*eig_p.bind(A, chain=()))
+
+
+def eigvals(A):
+    """The eigenvalues of square matrices (complex), as `torch.linalg.eigvals`.
+
+    >>> aotjax.linalg.eigvals(aotjax.tensor([[0.0, -1.0], [1.0, 0.0]]))
+    tensor([0.+1.j, 0.-1.j])
+    """
+    A = _matrix("linalg.eigvals", A)
+    return eigvals_p.bind(A, chain=())
+
+
+def eigvalsh(A, UPLO="L"):
+    """The eigenvalues (ascending) of symmetric matrices, as `torch.linalg.eigvalsh`.
+
+    >>> aotjax.linalg.eigvalsh(aotjax.tensor([[2.0, 1.0], [1.0, 2.0]]))
+    tensor([1., 3.])
+    """
+    A = _matrix("linalg.eigvalsh", A)
+    return eigvalsh_p.bind(A, UPLO=_uplo("linalg.eigvalsh", UPLO), chain=())
+
+
+def lu_factor(A, *, pivot=True):
+    """The LU factorization with partial pivoting in LAPACK's compact form, as `torch.linalg.lu_factor`: `LU`
+    holds L (unit diagonal, below) and U, `pivots` (int32, counted from 1) the row swaps.
+
+    >>> aotjax.linalg.lu_factor(aotjax.tensor([[1.0, 2.0], [3.0, 4.0]])).pivots.tolist()
+    [2, 2]
+    """
+    if not pivot:
+        raise UnsupportedError(f"linalg.lu_factor: pivot=False is not supported{where()}; use pivot=True")
+    A = _matrix("linalg.lu_factor", A, square=False)
+    return LUFactorResult(*lu_factor_p.bind(A, chain=()))
+
+
+def lu(A, *, pivot=True):
+    """The LU decomposition with partial pivoting `A = P L U`, as `torch.linalg.lu`.
+
+    >>> P, L, U = aotjax.linalg.lu(aotjax.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    >>> P
+    tensor([[0., 1.],
+            [1., 0.]])
+    """
+    if not pivot:
+        raise UnsupportedError(f"linalg.lu: pivot=False is not supported{where()}; use pivot=True")
+    A = _matrix("linalg.lu", A, square=False)
+    return LUResult(*lu_p.bind(A, chain=()))
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+    """Solves `A X = B` from `lu_factor(A)`, as `torch.linalg.lu_solve` (`adjoint`: with `A^T`; `left=False`:
+    `X A = B`).
+
+    >>> LU, piv = aotjax.linalg.lu_factor(aotjax.tensor([[2.0, 0.0], [0.0, 4.0]]))
+    >>> aotjax.linalg.lu_solve(LU, piv, aotjax.tensor([[2.0], [2.0]]))
+    tensor([[1. ],
+            [0.5]])
+    """
+    LU, B = _matrix("linalg.lu_solve", LU), _matrix("linalg.lu_solve", B, square=False)
+    pivots = as_tensor(pivots)
+    _same_dtype("linalg.lu_solve", LU, B)
+    if not np.issubdtype(pivots.dtype, np.integer):
+        raise DTypeError(f"linalg.lu_solve: pivots must be an integer tensor, got {pivots.dtype.name}{where()}")
+    if left:
+        if B.shape[-2] != LU.shape[-1]:
+            raise ShapeError(f"linalg.lu_solve: LU of shape {list(LU.shape)} and B of shape {list(B.shape)} do not "
+                             f"fit (B's rows must be {LU.shape[-1]}){where()}")
+        LU2, B2 = _batch_broadcast("linalg.lu_solve", LU, B)
+        piv = pivots.to(np.int32).expand(*LU2.shape[:-1])
+        return lu_solve_p.bind(LU2, piv, B2, adjoint=bool(adjoint), chain=())
+    # X A = B  <=>  A^T X^T = B^T
+    return lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT
+
+
+# -- solvers and inverses ---------------------------------------------------------------------------------
+def inv(A):
+    """The inverse of square matrices, as `torch.linalg.inv` (a singular matrix gives infs or NaNs).
+
+    >>> aotjax.linalg.inv(aotjax.tensor([[2.0, 0.0], [0.0, 4.0]]))
+    tensor([[0.5 , 0.  ],
+            [0.  , 0.25]])
+    """
+    return inv_p.bind(_matrix("linalg.inv", A), chain=())
+
+
+def inv_ex(A, *, check_errors=False):
+    """`inv` and an `info` of zeros where the inverse is finite.
+
+    >>> aotjax.linalg.inv_ex(aotjax.eye(2)).info.item()
+    0
+    """
+    X = inv(A)
+    return InvExResult(X, ew.logical_not(ew.isfinite(X)).any(-1).any(-1).to(np.int32))
+
+
+def inverse(A):
+    """`torch.inverse`: `aotjax.linalg.inv`.
+
+    >>> aotjax.inverse(aotjax.tensor([[2.0]]))
+    tensor([[0.5]])
+    """
+    return inv(A)
+
+
+def _vector_rhs(A: Tensor, B: Tensor) -> bool:
+    """torch's rule: B is a (batch of) vector(s) if 1-D, or of A's batch shape with one dim less."""
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+
+
+def solve(A, B, *, left=True):
+    """The solution `X` of `A X = B` (`left=False`: `X A = B`), as `torch.linalg.solve`; `B` may be a vector or
+    a batch of vectors; batch dims broadcast.
+
+    >>> aotjax.linalg.solve(aotjax.tensor([[2.0, 0.0], [0.0, 4.0]]), aotjax.tensor([2.0, 2.0]))
+    tensor([1. , 0.5])
+    """
+    A, B = _matrix("linalg.solve", A), _floating("linalg.solve", B)
+    _same_dtype("linalg.solve", A, B)
+    vector = _vector_rhs(A, B)
+    Bm = B.unsqueeze(-1) if vector else B
+    if not left:
+        if vector:
+            raise ShapeError(f"linalg.solve: left=False needs a matrix B, got shape {list(B.shape)}{where()}")
+        return solve(A.mT, B.mT).mT
+    if Bm.shape[-2] != A.shape[-1]:
+        raise ShapeError(f"linalg.solve: A of shape {list(A.shape)} and B of shape {list(B.shape)} cannot be "
+                         f"solved ({A.shape[-1]} != {Bm.shape[-2]}){where()}")
+    A2, B2 = _batch_broadcast("linalg.solve", A, Bm)
+    X = solve_p.bind(A2, B2, chain=())
+    return X.squeeze(-1) if vector else X
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+    """The solution of a triangular system `A X = B` (`left=False`: `X A = B`), as
+    `torch.linalg.solve_triangular` (only the `upper` or lower triangle of `A` is read).
+
+    >>> aotjax.linalg.solve_triangular(aotjax.tensor([[2.0, 1.0], [0.0, 4.0]]), aotjax.tensor([[3.0], [4.0]]),
+    ...                                upper=True)
+    tensor([[1.],
+            [1.]])
+    """
+    A, B = _matrix("linalg.solve_triangular", A), _matrix("linalg.solve_triangular", B, square=False)
+    _same_dtype("linalg.solve_triangular", A, B)
+    if not left:
+        return solve_triangular(A.mT, B.mT, upper=not upper, left=True, unitriangular=unitriangular).mT
+    if B.shape[-2] != A.shape[-1]:
+        raise ShapeError(f"linalg.solve_triangular: A of shape {list(A.shape)} and B of shape {list(B.shape)} "
+                         f"cannot be solved ({A.shape[-1]} != {B.shape[-2]}){where()}")
+    A2, B2 = _batch_broadcast("linalg.solve_triangular", A, B)
+    return solve_triangular_p.bind(A2, B2, upper=bool(upper), unitriangular=bool(unitriangular), chain=())
+
+
+def _tolerances(op: str, A: Tensor, atol, rtol, rcond=None):
+    if rcond is not None:
+        rtol = rcond
+    for name, v in (("atol", atol), ("rtol", rtol)):
+        if isinstance(v, Tensor):
+            raise UnsupportedError(f"{op}: {name} as a tensor is not supported{where()}; pass a Python float")
+    return (None if atol is None else float(atol)), (None if rtol is None else float(rtol))
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False):
+    """The Moore-Penrose pseudo-inverse, as `torch.linalg.pinv` (singular values below `max(atol, rtol *
+    largest)` are treated as zero; by default `rtol = eps * max(m, n)`).
+
+    >>> aotjax.linalg.pinv(aotjax.tensor([[2.0, 0.0], [0.0, 0.0]]))
+    tensor([[0.5, 0. ],
+            [0. , 0. ]])
+    """
+    A = _matrix("linalg.pinv", A, square=False)
+    atol, rtol = _tolerances("linalg.pinv", A, atol, rtol)
+    return pinv_p.bind(A, rtol=rtol, atol=atol, hermitian=bool(hermitian), chain=())
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """The least-squares solution of `A X = B`, as `torch.linalg.lstsq` (for full-rank `A`; computed as
+    `pinv(A) @ B`). As torch's default CPU driver ('gelsy'), `residuals` and `singular_values` are empty and
+    `rank` is the numerical rank.
+
+    >>> round(aotjax.linalg.lstsq(aotjax.tensor([[1.0], [1.0]]), aotjax.tensor([[1.0], [3.0]])).solution.item(), 4)
+    2.0
+    """
+    A, B = _matrix("linalg.lstsq", A, square=False), _floating("linalg.lstsq", B)
+    _same_dtype("linalg.lstsq", A, B)
+    vector = B.ndim == A.ndim - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.shape[-2] != A.shape[-2]:
+        raise ShapeError(f"linalg.lstsq: A of shape {list(A.shape)} and B of shape {list(B.shape)} do not fit "
+                         f"(B's rows must be {A.shape[-2]}){where()}")
+    X = matmul(pinv(A, rtol=rcond), Bm)
+    empty = zeros(0, dtype=A.dtype)
+    return LstsqResult(X.squeeze(-1) if vector else X, empty, matrix_rank(A, rtol=rcond), zeros(0, dtype=A.dtype))
+
+
+# -- determinants ------------------------------------------------------------------------------------------
+def det(A):
+    """The determinant of square matrices, as `torch.linalg.det` (also `aotjax.det`, `Tensor.det`).
+
+    >>> aotjax.linalg.det(aotjax.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor(-2.)
+    """
+    return det_p.bind(_matrix("linalg.det", A), chain=())
+
+
+def slogdet(A):
+    """The sign and log absolute value of the determinant, as `torch.linalg.slogdet`.
+
+    >>> aotjax.linalg.slogdet(aotjax.tensor([[1.0, 2.0], [3.0, 4.0]])).sign
+    tensor(-1.)
+    """
+    return SlogdetResult(*slogdet_p.bind(_matrix("linalg.slogdet", A), chain=()))
+
+
+def logdet(A):
+    """The log of the determinant, as `torch.logdet`: NaN for a negative determinant, -inf for zero.
+
+    >>> aotjax.logdet(aotjax.tensor([[2.0, 0.0], [0.0, 3.0]]))
+    tensor(1.7917595)
+    """
+    sign, logabs = slogdet_p.bind(_matrix("logdet", A), chain=())
+    return logabs + ew.log(sign)
+
+
+def matrix_exp(A):
+    """The matrix exponential, as `torch.linalg.matrix_exp` (also `aotjax.matrix_exp`, `Tensor.matrix_exp`).
+
+    >>> aotjax.matrix_exp(aotjax.zeros(2, 2))
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    return matrix_exp_p.bind(_matrix("linalg.matrix_exp", A), chain=())
+
+
+def matrix_power(A, n):
+    """`A` to the integer power `n` by repeated squaring (`n < 0`: of the inverse; `n = 0`: the identity), as
+    `torch.linalg.matrix_power`.
+
+    >>> aotjax.linalg.matrix_power(aotjax.tensor([[1.0, 1.0], [0.0, 1.0]]), 3)
+    tensor([[1., 3.],
+            [0., 1.]])
+    """
+    A = as_tensor(A)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise ShapeError(f"linalg.matrix_power: a batch of square matrices is expected, got shape {list(A.shape)}"
+                         f"{where()}")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"linalg.matrix_power: n must be an int, got {type(n).__name__}{where()}")
+    if n == 0:
+        return eye(A.shape[-1], dtype=A.dtype).expand(*A.shape).clone()
+    if n < 0:
+        A, n = inv(A), -n
+    result, power = None, A
+    while n:
+        if n & 1:
+            result = power if result is None else matmul(result, power)
+        n >>= 1
+        if n:
+            power = matmul(power, power)
+    return result
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
+    """The numerical rank: the number of singular values above `max(atol, rtol * largest)` (default `rtol = eps *
+    max(m, n)`), as `torch.linalg.matrix_rank` (an integer tensor).
+
+    >>> aotjax.linalg.matrix_rank(aotjax.tensor([[1.0, 2.0], [2.0, 4.0]]))
+    tensor(1)
+    """
+    A = _matrix("linalg.matrix_rank", A, square=False)
+    atol, rtol = _tolerances("linalg.matrix_rank", A, tol if tol is not None else atol, rtol)
+    if atol is None and rtol is None:
+        rtol = float(np.finfo(A.dtype).eps) * max(A.shape[-2:])
+    s = svdvals(A).detach() if not hermitian else ew.abs(eigvalsh(A)).detach()
+    if s.shape[-1] == 0:
+        return zeros(*A.shape[:-2], dtype=_int())
+    top = red.amax(s, -1, keepdim=True)
+    threshold = top * (rtol or 0.0)
+    if atol is not None:
+        threshold = ew.clamp(threshold, min=atol)
+    return (s > threshold).sum(-1).to(_int())
+
+
+def _int():
+    return default_int_dtype()
+
+
+# -- norms ----------------------------------------------------------------------------------------------
+def _norm_ord(op: str, ord):
+    if isinstance(ord, Tensor):
+        raise UnsupportedError(f"{op}: ord as a tensor is not supported{where()}; pass a Python number")
+    return float(ord) if isinstance(ord, (int, float, np.number)) and not isinstance(ord, bool) else ord
+
+
+def _norm_dtype(op: str, x: Tensor, dtype) -> Tensor:
+    if dtype is not None:
+        x = x.to(dtype)
+    return _floating(op, x)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """The vector `ord`-norm over `dim` (all dims by default), as `torch.linalg.vector_norm` (`ord`: any real,
+    `inf`, `-inf`, 0 counts nonzeros). Its derivative at a zero vector is zero, as torch's.
+
+    >>> aotjax.linalg.vector_norm(aotjax.tensor([3.0, -4.0]))
+    tensor(5.)
+    >>> aotjax.linalg.vector_norm(aotjax.tensor([3.0, -4.0]), ord=float('inf'))
+    tensor(4.)
+    """
+    x = _norm_dtype("linalg.vector_norm", as_tensor(x), dtype)
+    ord = _norm_ord("linalg.vector_norm", ord)
+    if dim is None:
+        axis = tuple(range(x.ndim))
+    else:
+        axis = canonical_dims((dim,) if isinstance(dim, int) else tuple(dim), x.ndim, "linalg.vector_norm")
+    if ord < 0 and any(x.shape[d] == 0 for d in axis) or (ord == np.inf and x.numel() == 0 and axis):
+        raise ShapeError(f"linalg.vector_norm: cannot take the {ord}-norm of an empty tensor over a zero-size "
+                         f"dim{where()}")
+    if x.ndim == 0:
+        x, axis = x.reshape(1), (0,)
+        out = vector_norm_p.bind(x, ord=ord, axis=axis, keepdims=False, chain=())
+        return out
+    return vector_norm_p.bind(x, ord=ord, axis=axis, keepdims=bool(keepdim), chain=())
+
+
+_MATRIX_ORDS = ("fro", "nuc", np.inf, -np.inf, 1.0, -1.0, 2.0, -2.0)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    """The matrix norm over the two dims `dim`, as `torch.linalg.matrix_norm` (`ord`: 'fro', 'nuc', inf, -inf, 1,
+    -1, 2, -2).
+
+    >>> aotjax.linalg.matrix_norm(aotjax.tensor([[1.0, -2.0], [3.0, 4.0]]), ord=1)
+    tensor(6.)
+    """
+    A = _norm_dtype("linalg.matrix_norm", as_tensor(A), dtype)
+    ord = _norm_ord("linalg.matrix_norm", ord)
+    if ord not in _MATRIX_ORDS:
+        raise ValueError(f"linalg.matrix_norm: ord must be one of 'fro', 'nuc', inf, -inf, 1, -1, 2, -2, got {ord!r}"
+                         f"{where()}")
+    if A.ndim < 2:
+        raise ShapeError(f"linalg.matrix_norm: the input must have at least 2 dimensions, got shape "
+                         f"{list(A.shape)}{where()}")
+    d0, d1 = canonical_dims(tuple(dim), A.ndim, "linalg.matrix_norm")
+    moved = A.movedim((d0, d1), (-2, -1))
+    out = matrix_norm_p.bind(moved, ord=ord, chain=())
+    if keepdim:
+        for d in sorted((d0, d1)):
+            out = out.unsqueeze(d)
+    return out
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
+    """A vector or matrix norm, as `torch.linalg.norm`: with `dim` an int or `ord` None and `dim` None, a vector
+    norm (of the flattened input); with `dim` a pair or a 2-D input and `ord` given, a matrix norm.
+
+    >>> aotjax.linalg.norm(aotjax.tensor([[3.0, 0.0], [0.0, 4.0]]))
+    tensor(5.)
+    >>> aotjax.linalg.norm(aotjax.tensor([[3.0, 0.0], [0.0, 4.0]]), ord=2)
+    tensor(4.)
+    """
+    A = as_tensor(A)
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is not None and len(dim) == 2 or dim is None and ord is not None and A.ndim == 2:
+        return matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
+    if dim is None and ord is not None and A.ndim != 1:
+        raise ShapeError(f"linalg.norm: with ord given and no dim, the input must be 1-D or 2-D, got shape "
+                         f"{list(A.shape)}{where()}")
+    if isinstance(ord, str):
+        raise ValueError(f"linalg.norm: ord {ord!r} is a matrix norm; give dim a pair of dims{where()}")
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+# -- compositions of products ------------------------------------------------------------------------------
+def multi_dot(tensors):
+    """The product of a chain of matrices, as `torch.linalg.multi_dot` (the first may be 1-D, a row vector, and
+    the last 1-D, a column vector).
+
+    >>> aotjax.linalg.multi_dot([aotjax.tensor([1.0, 2.0]), aotjax.eye(2), aotjax.tensor([3.0, 4.0])])
+    tensor(11.)
+    """
+    tensors = [as_tensor(t) for t in tensors]
+    if len(tensors) < 2:
+        raise ValueError(f"linalg.multi_dot: expected at least 2 tensors, got {len(tensors)}{where()}")
+    for i, t in enumerate(tensors):
+        if t.ndim != 2 and not (t.ndim == 1 and i in (0, len(tensors) - 1)):
+            raise ShapeError(f"linalg.multi_dot: tensor {i} must be 2-D (the first and last may be 1-D), got shape "
+                             f"{list(t.shape)}{where()}")
+    _same_dtype("linalg.multi_dot", *tensors)
+    out = tensors[0]
+    for t in tensors[1:]:
+        out = matmul(out, t)
+    return out
+
+
+def vecdot(x, y, *, dim=-1):
+    """The dot product of vectors along `dim`, broadcasting the rest, as `torch.linalg.vecdot` (real tensors).
+
+    >>> aotjax.linalg.vecdot(aotjax.tensor([[1.0, 2.0], [3.0, 4.0]]), aotjax.tensor([1.0, 1.0]))
+    tensor([3., 7.])
+    """
+    x, y = as_tensor(x), as_tensor(y)
+    _same_dtype("linalg.vecdot", x, y)
+    return (x * y).sum(dim)
+
+
+def cross(input, other, *, dim=-1):
+    """The cross product of 3-vectors along `dim` (the other dims broadcast), as `torch.linalg.cross`.
+
+    >>> aotjax.linalg.cross(aotjax.tensor([1.0, 0.0, 0.0]), aotjax.tensor([0.0, 1.0, 0.0]))
+    tensor([0., 0., 1.])
+    """
+    a, b = as_tensor(input), as_tensor(other)
+    _same_dtype("linalg.cross", a, b)
+    shape = broadcast_shapes("linalg.cross", tuple(a.shape), tuple(b.shape))
+    if not shape or shape[dim if -len(shape) <= dim < len(shape) else 0] != 3:
+        raise ShapeError(f"linalg.cross: dim {dim} must have size 3, got shapes {list(a.shape)} and "
+                         f"{list(b.shape)}{where()}")
+    a, b = a.expand(*shape), b.expand(*shape)
+    d = canonical_dims((dim,), len(shape), "linalg.cross")[0]
+    i1, i2 = [1, 2, 0], [2, 0, 1]
+    idx1, idx2 = as_tensor(np.array(i1, np.int32)), as_tensor(np.array(i2, np.int32))
+    return (index_select(a, d, idx1) * index_select(b, d, idx2)
+            - index_select(a, d, idx2) * index_select(b, d, idx1))
+
+
+# -- Tensor methods ----------------------------------------------------------------------------------------
+for _op in (det, logdet, slogdet, inverse, matrix_power, matrix_exp):
+    method(_op)
+del _op

@@ -1,0 +1,263 @@
+"""PyTorch's products beyond `matmul`: `addmm addmv addbmm baddbmm addr` (`beta * input + alpha * product`, with
+torch's rule that `beta = 0` ignores `input`, NaNs included) and their in-place Tensor methods, `mv inner vdot kron
+tensordot cross cdist chain_matmul`. All are compositions of `matmul`/`einsum` and elementwise ops, so every
+transform applies with no rules of their own.
+"""
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from aotjax.core.errors import ShapeError
+from aotjax.core.source_info import where
+from aotjax.ops.base.data import as_tensor
+from aotjax.ops.indexing.subscripts import copy_
+from aotjax.ops.linalg import decompositions as dec
+from aotjax.ops.linalg.matmul import _same_dtype, einsum, matmul
+from aotjax.tensor import method
+
+__all__ = ["addmm", "addmv", "addbmm", "baddbmm", "addr", "mv", "inner", "vdot", "kron", "tensordot", "cross",
+           "cdist", "chain_matmul"]
+
+
+def _check(op: str, ok: bool, message: str) -> None:
+    if not ok:
+        raise ShapeError(f"{op}: {message}{where()}")
+
+
+def _shapes(*xs) -> str:
+    return " and ".join(str(list(x.shape)) for x in xs)
+
+
+def _scaled_sum(input, product, beta, alpha):
+    """`beta * input + alpha * product`; with `beta == 0`, `input` is not read (torch's rule: NaN and inf in it are
+    ignored), with `alpha == 1` / `beta == 1` no multiplication."""
+    product = product if alpha == 1 else product * alpha
+    if beta == 0:
+        return product
+    return (input if beta == 1 else input * beta) + product
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """`beta * input + alpha * (mat1 @ mat2)` for matrices `mat1`, `mat2` (`input` broadcasts), as `torch.addmm`.
+
+    >>> aotjax.addmm(aotjax.ones(2, 2), aotjax.eye(2), aotjax.eye(2), beta=2.0)
+    tensor([[3., 2.],
+            [2., 3.]])
+    """
+    input, mat1, mat2 = as_tensor(input), as_tensor(mat1), as_tensor(mat2)
+    _check("addmm", mat1.ndim == 2 and mat2.ndim == 2, f"expected 2-D matrices, got shapes {_shapes(mat1, mat2)}")
+    _check("addmm", mat1.shape[1] == mat2.shape[0], f"shapes {_shapes(mat1, mat2)} cannot be multiplied")
+    _same_dtype("addmm", input, mat1, mat2)
+    return _scaled_sum(input, matmul(mat1, mat2), beta, alpha)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """`beta * input + alpha * (mat @ vec)`, as `torch.addmv`.
+
+    >>> aotjax.addmv(aotjax.ones(2), aotjax.eye(2), aotjax.tensor([1.0, 2.0]))
+    tensor([2., 3.])
+    """
+    input, mat, vec = as_tensor(input), as_tensor(mat), as_tensor(vec)
+    _check("addmv", mat.ndim == 2 and vec.ndim == 1, f"expected a matrix and a vector, got shapes {_shapes(mat, vec)}")
+    _check("addmv", mat.shape[1] == vec.shape[0], f"shapes {_shapes(mat, vec)} cannot be multiplied")
+    _same_dtype("addmv", input, mat, vec)
+    return _scaled_sum(input, matmul(mat, vec), beta, alpha)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """`beta * input + alpha * sum_i (batch1[i] @ batch2[i])`, as `torch.addbmm`.
+
+    >>> aotjax.addbmm(aotjax.zeros(2, 2), aotjax.ones(3, 2, 1), aotjax.ones(3, 1, 2))
+    tensor([[3., 3.],
+            [3., 3.]])
+    """
+    input, b1, b2 = as_tensor(input), as_tensor(batch1), as_tensor(batch2)
+    _check("addbmm", b1.ndim == 3 and b2.ndim == 3, f"expected 3-D tensors, got shapes {_shapes(b1, b2)}")
+    _check("addbmm", b1.shape[0] == b2.shape[0] and b1.shape[2] == b2.shape[1],
+           f"shapes {_shapes(b1, b2)} cannot be multiplied batch by batch")
+    _same_dtype("addbmm", input, b1, b2)
+    return _scaled_sum(input, einsum("bij,bjk->ik", b1, b2), beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """`beta * input + alpha * bmm(batch1, batch2)`, as `torch.baddbmm`.
+
+    >>> aotjax.baddbmm(aotjax.zeros(3, 2, 2), aotjax.ones(3, 2, 1), aotjax.ones(3, 1, 2)).shape
+    (3, 2, 2)
+    """
+    input, b1, b2 = as_tensor(input), as_tensor(batch1), as_tensor(batch2)
+    _check("baddbmm", b1.ndim == 3 and b2.ndim == 3, f"expected 3-D tensors, got shapes {_shapes(b1, b2)}")
+    _check("baddbmm", b1.shape[0] == b2.shape[0] and b1.shape[2] == b2.shape[1],
+           f"shapes {_shapes(b1, b2)} cannot be multiplied batch by batch")
+    _same_dtype("baddbmm", input, b1, b2)
+    return _scaled_sum(input, matmul(b1, b2), beta, alpha)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """`beta * input + alpha * outer(vec1, vec2)`, as `torch.addr`.
+
+    >>> aotjax.addr(aotjax.zeros(2, 2), aotjax.tensor([1.0, 2.0]), aotjax.tensor([1.0, 3.0]))
+    tensor([[1., 3.],
+            [2., 6.]])
+    """
+    input, v1, v2 = as_tensor(input), as_tensor(vec1), as_tensor(vec2)
+    _check("addr", v1.ndim == 1 and v2.ndim == 1, f"expected 1-D vectors, got shapes {_shapes(v1, v2)}")
+    _same_dtype("addr", input, v1, v2)
+    return _scaled_sum(input, einsum("i,j->ij", v1, v2), beta, alpha)
+
+
+def _inplace(fn):
+    def inplace(self, *args, beta=1, alpha=1):
+        out = fn(self, *args, beta=beta, alpha=alpha)
+        _check(fn.__name__ + "_", tuple(out.shape) == tuple(self.shape),
+               f"the result of shape {list(out.shape)} does not fit the tensor written in place, of shape "
+               f"{list(self.shape)}")
+        return copy_(self, out)
+    inplace.__name__ = fn.__name__ + "_"
+    inplace.__doc__ = f"In-place `{fn.__name__}` (a Tensor method): writes the result into `self`."
+    return inplace
+
+
+def mv(input, vec):
+    """The product of a matrix and a vector, as `torch.mv`.
+
+    >>> aotjax.mv(aotjax.tensor([[1.0, 2.0], [3.0, 4.0]]), aotjax.tensor([1.0, 1.0]))
+    tensor([3., 7.])
+    """
+    input, vec = as_tensor(input), as_tensor(vec)
+    _check("mv", input.ndim == 2 and vec.ndim == 1, f"expected a matrix and a vector, got shapes "
+           f"{_shapes(input, vec)}")
+    _check("mv", input.shape[1] == vec.shape[0], f"shapes {_shapes(input, vec)} cannot be multiplied")
+    _same_dtype("mv", input, vec)
+    return matmul(input, vec)
+
+
+def inner(input, other):
+    """The inner product over the last dims (a 0-d operand multiplies), as `torch.inner`.
+
+    >>> aotjax.inner(aotjax.tensor([[1.0, 2.0]]), aotjax.tensor([[3.0, 4.0], [1.0, 0.0]]))
+    tensor([[11.,  1.]])
+    """
+    a, b = as_tensor(input), as_tensor(other)
+    _same_dtype("inner", a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    _check("inner", a.shape[-1] == b.shape[-1], f"the last dims of shapes {_shapes(a, b)} differ")
+    return tensordot(a, b, dims=([a.ndim - 1], [b.ndim - 1]))
+
+
+def vdot(input, other):
+    """The dot product of two 1-D tensors, as `torch.vdot` (real tensors: no conjugation).
+
+    >>> aotjax.vdot(aotjax.tensor([1.0, 2.0]), aotjax.tensor([3.0, 4.0]))
+    tensor(11.)
+    """
+    a, b = as_tensor(input), as_tensor(other)
+    _check("vdot", a.ndim == 1 and b.ndim == 1 and a.shape == b.shape, f"expected 1-D tensors of one length, got "
+           f"shapes {_shapes(a, b)}")
+    _same_dtype("vdot", a, b)
+    return matmul(a, b)
+
+
+def kron(input, other):
+    """The Kronecker product, as `torch.kron` (the operand with fewer dims gets leading size-1 dims).
+
+    >>> aotjax.kron(aotjax.eye(2), aotjax.tensor([[1.0, 2.0]]))
+    tensor([[1., 2., 0., 0.],
+            [0., 0., 1., 2.]])
+    """
+    a, b = as_tensor(input), as_tensor(other)
+    n = max(a.ndim, b.ndim)
+    a = a.reshape((1,) * (n - a.ndim) + tuple(a.shape))
+    b = b.reshape((1,) * (n - b.ndim) + tuple(b.shape))
+    la, lb = string.ascii_lowercase[:n], string.ascii_uppercase[:n]
+    _same_dtype("kron", a, b)
+    out = einsum(f"{la},{lb}->{''.join(x + y for x, y in zip(la, lb))}", a, b)
+    return out.reshape(tuple(i * j for i, j in zip(a.shape, b.shape)))
+
+
+def tensordot(a, b, dims=2):
+    """The sum of products over the dims `dims` of `a` and `b` (an int: `a`'s last and `b`'s first `dims` dims;
+    or two lists of dims), as `torch.tensordot`.
+
+    >>> aotjax.tensordot(aotjax.ones(2, 3, 4), aotjax.ones(3, 4, 5)).shape
+    (2, 5)
+    >>> aotjax.tensordot(aotjax.ones(2, 3), aotjax.ones(3, 2), dims=([1], [0])).shape
+    (2, 2)
+    """
+    a, b = as_tensor(a), as_tensor(b)
+    if isinstance(dims, (int, np.integer)):
+        _check("tensordot", 0 <= dims <= min(a.ndim, b.ndim), f"dims={dims} must be in [0, {min(a.ndim, b.ndim)}]")
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        da, db = dims
+        da = [da] if isinstance(da, int) else list(da)
+        db = [db] if isinstance(db, int) else list(db)
+    _check("tensordot", len(da) == len(db), f"dims lists {da} and {db} differ in length")
+    da, db = [d % max(a.ndim, 1) for d in da], [d % max(b.ndim, 1) for d in db]
+    for i, j in zip(da, db):
+        _check("tensordot", a.shape[i] == b.shape[j], f"contracted dims {i} of {list(a.shape)} and {j} of "
+               f"{list(b.shape)} differ in size")
+    _same_dtype("tensordot", a, b)
+    letters = iter(string.ascii_letters)
+    la = [next(letters) for _ in range(a.ndim)]
+    lb = [next(letters) for _ in range(b.ndim)]
+    for i, j in zip(da, db):
+        lb[j] = la[i]
+    out = [la[i] for i in range(a.ndim) if i not in da] + [lb[j] for j in range(b.ndim) if j not in db]
+    return einsum(f"{''.join(la)},{''.join(lb)}->{''.join(out)}", a, b)
+
+
+def cross(input, other, dim=None):
+    """The cross product of 3-vectors along `dim`, as `torch.cross` (default: the first dim of size 3; pass
+    `dim`, as torch recommends, or use `aotjax.linalg.cross`).
+
+    >>> aotjax.cross(aotjax.tensor([0.0, 1.0, 0.0]), aotjax.tensor([0.0, 0.0, 1.0]))
+    tensor([1., 0., 0.])
+    """
+    a, b = as_tensor(input), as_tensor(other)
+    if dim is None:
+        shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+        dim = next((i for i, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise ShapeError(f"cross: no dimension of size 3 in shapes {_shapes(a, b)}{where()}")
+    return dec.cross(a, b, dim=dim)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The `p`-norm distance between each pair of rows of `x1` `[..., P, M]` and `x2` `[..., R, M]`, as
+    `torch.cdist` (`[..., P, R]`; computed directly, whatever `compute_mode`; the derivative at a zero distance
+    is zero, as torch's).
+
+    >>> aotjax.cdist(aotjax.tensor([[0.0, 0.0]]), aotjax.tensor([[3.0, 4.0], [1.0, 0.0]]))
+    tensor([[5., 1.]])
+    """
+    x1, x2 = as_tensor(x1), as_tensor(x2)
+    _check("cdist", x1.ndim >= 2 and x2.ndim >= 2, f"expected at least 2-D tensors, got shapes {_shapes(x1, x2)}")
+    _check("cdist", x1.shape[-1] == x2.shape[-1], f"the last dims of shapes {_shapes(x1, x2)} (the vectors' size) "
+           f"differ")
+    _check("cdist", p >= 0, f"p must be non-negative, got {p}")
+    _same_dtype("cdist", x1, x2)
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return dec.vector_norm(diff, ord=p, dim=-1)
+
+
+def chain_matmul(*matrices):
+    """The product of a chain of matrices, as the deprecated `torch.chain_matmul` (see `linalg.multi_dot`).
+
+    >>> aotjax.chain_matmul(aotjax.eye(2), aotjax.ones(2, 3)).shape
+    (2, 3)
+    """
+    if len(matrices) == 1:
+        return as_tensor(matrices[0]).clone()
+    return dec.multi_dot(matrices)
+
+
+# -- Tensor methods ----------------------------------------------------------------------------------------
+for _op in (addmm, addmv, addbmm, baddbmm, addr, mv, inner, vdot, kron, cross):
+    method(_op)
+for _op in (addmm, addmv, addbmm, baddbmm, addr):
+    method(_inplace(_op))
+del _op
