@@ -24,9 +24,8 @@ from aotjax.core.ir import param_key
 from aotjax.core.primitive import Kind, Primitive, abstract_eval
 from aotjax.core.source_info import where
 from aotjax.interpreters.lowering import checked_executable, lowering_rule
-from aotjax.tensor import Storage, Tensor, record_layout, view_layout
+from aotjax.tensor import Tensor, record_layout, view_layout
 
-_new = object.__new__
 _wrap = Tensor._wrap
 
 _jitted: dict = {}
@@ -248,10 +247,7 @@ class EvalTrace(Trace):
                 raise
             if prim.multiple_results:
                 return [Tensor._wrap(o) for o in out]
-            storage = _new(Storage)
-            storage.base, storage.version, storage.owned = out, 0, True
-            t = _new(Tensor)
-            t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
+            t = _wrap(out)
             rule = prim.layout_rule  # NOTE: elementwise results keep their operands' layout
             if rule is not None:
                 if rule not in contiguous_layout_rules:

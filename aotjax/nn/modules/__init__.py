@@ -1,15 +1,14 @@
 """The layers of `aotjax.nn`, one file per family as in `torch.nn.modules`."""
 from aotjax.nn.modules.activation import GELU, MultiheadAttention, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from aotjax.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d
+from aotjax.nn.modules.channelshuffle import ChannelShuffle
 from aotjax.nn.modules.container import ModuleDict, ModuleList, Sequential
 from aotjax.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from aotjax.nn.modules.dropout import Dropout
 from aotjax.nn.modules.embedding_bag import EmbeddingBag
-from aotjax.nn.modules.extra import *  # noqa: F403
-from aotjax.nn.modules.extra import __all__ as _EXTRA
 from aotjax.nn.modules.groupnorm import *  # noqa: F403
 from aotjax.nn.modules.groupnorm import __all__ as _GROUPNORM
-from aotjax.nn.modules.linear import Identity, Linear
+from aotjax.nn.modules.linear import Bilinear, Identity, Linear
 from aotjax.nn.modules.loss import *  # noqa: F403
 from aotjax.nn.modules.loss import __all__ as _LOSS
 from aotjax.nn.modules.nonlinearity import *  # noqa: F403
@@ -29,6 +28,9 @@ from aotjax.nn.modules.pooling import (
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
     Unflatten,
     Upsample,
     ZeroPad2d,
@@ -43,4 +45,4 @@ __all__ = ["Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "BatchNorm
            "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Flatten", "Unflatten",
            "Upsample", "ZeroPad2d"]
 __all__ += _NONLINEARITY + _LOSS + _GROUPNORM + ["EmbeddingBag"]
-__all__ += _EXTRA
+__all__ += ["Bilinear", "ChannelShuffle", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]

@@ -8,8 +8,9 @@ from aotjax.nn.module import Module
 from aotjax.nn.parameter import Parameter
 from aotjax.ops.creation.factories import empty
 from aotjax.ops.linalg.matmul import linear
+from aotjax.ops.nn.linear import bilinear
 
-__all__ = ["Identity", "Linear"]
+__all__ = ["Bilinear", "Identity", "Linear"]
 
 
 class Identity(Module):
@@ -60,3 +61,38 @@ class Linear(Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Bilinear(Module):
+    """`y = x1^T W x2 + b`, `weight` of shape `[out_features, in1_features, in2_features]`; weight and bias
+    initialized uniform on ±1/sqrt(in1_features), as `torch.nn.Bilinear`.
+
+    >>> m = aotjax.nn.Bilinear(3, 2, 4)
+    >>> m(aotjax.ones(5, 3), aotjax.ones(5, 2)).shape, m
+    ((5, 4), Bilinear(in1_features=3, in2_features=2, out_features=4, bias=True))
+    """
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
+        self.weight = Parameter(empty(out_features, in1_features, in2_features, dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_features, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Draw the weight and bias anew (PyTorch's default initialization)."""
+        bound = 1 / math.sqrt(self.weight.shape[1]) if self.weight.shape[1] else 0.0
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")

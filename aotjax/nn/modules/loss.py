@@ -6,10 +6,11 @@ from aotjax.nn.module import Module
 from aotjax.ops.nn import losses as L
 from aotjax.ops.nn.losses import cross_entropy, mse_loss
 
-__all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
-           "BCEWithLogitsLoss", "KLDivLoss", "CosineSimilarity", "PairwiseDistance", "CosineEmbeddingLoss",
-           "MarginRankingLoss", "HingeEmbeddingLoss", "TripletMarginLoss", "SoftMarginLoss",
-           "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss"]
+__all__ = ["CTCLoss", "TripletMarginWithDistanceLoss", "MultiLabelMarginLoss", "CrossEntropyLoss", "NLLLoss",
+           "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss",
+           "CosineSimilarity", "PairwiseDistance", "CosineEmbeddingLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
+           "TripletMarginLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss",
+           "GaussianNLLLoss"]
 
 
 class _Loss(Module):
@@ -310,3 +311,48 @@ class GaussianNLLLoss(_Loss):
 
     def forward(self, input, target, var):
         return L.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
+
+
+class CTCLoss(_Loss):
+    """`ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)`.
+
+    >>> lp = aotjax.tensor([[[0.5, 0.5]], [[0.5, 0.5]]]).log()
+    >>> aotjax.nn.CTCLoss(reduction="sum")(lp, aotjax.tensor([[1]]), [2], [1])
+    tensor(0.2876821)
+    """
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+        super().__init__(reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return L.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                          self.zero_infinity)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """`triplet_margin_with_distance_loss(anchor, positive, negative, ...)` with a distance function.
+
+    >>> a = aotjax.tensor([[0.0, 0.0]])
+    >>> aotjax.nn.TripletMarginWithDistanceLoss(distance_function=lambda x, y: (x - y).abs().sum(-1))(a, a, a + 2)
+    tensor(0.)
+    """
+
+    def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.distance_function, self.margin, self.swap = distance_function, margin, swap
+
+    def forward(self, anchor, positive, negative):
+        return L.triplet_margin_with_distance_loss(anchor, positive, negative, distance_function=self.distance_function,
+                                                   margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """`multilabel_margin_loss(input, target, reduction)`.
+
+    >>> aotjax.nn.MultiLabelMarginLoss()(aotjax.tensor([[0.125, 0.25, 0.5, 1.0]]), aotjax.tensor([[3, 0, -1, 1]]))
+    tensor(0.8125)
+    """
+
+    def forward(self, input, target):
+        return L.multilabel_margin_loss(input, target, self.reduction)

@@ -6,9 +6,10 @@ from aotjax.nn.module import Module
 from aotjax.ops.nn import pooling as P
 from aotjax.ops.nn.resampling import interpolate, pad
 
-__all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
-           "Flatten", "Unflatten", "Upsample", "ZeroPad2d"]
+__all__ = ["MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d",
+           "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Flatten", "Unflatten", "Upsample",
+           "ZeroPad2d"]
 
 
 class _MaxPoolNd(Module):
@@ -287,3 +288,48 @@ class ZeroPad2d(Module):
 
     def extra_repr(self) -> str:
         return f"{self.padding}"
+
+
+class _MaxUnpool(Module):
+    _fn = None
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.padding = kernel_size, padding
+        self.stride = stride if stride is not None else kernel_size
+
+    def forward(self, input, indices, output_size=None):
+        return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpool):
+    """`max_unpool1d(input, indices, kernel_size, stride, padding, output_size)`.
+
+    >>> aotjax.nn.MaxUnpool1d(2)(aotjax.tensor([[2.0, 4.0]]), aotjax.tensor([[1, 2]]))
+    tensor([[0., 2., 4., 0.]])
+    """
+
+    _fn = staticmethod(P.max_unpool1d)
+
+
+class MaxUnpool2d(_MaxUnpool):
+    """`max_unpool2d(input, indices, kernel_size, stride, padding, output_size)`.
+
+    >>> aotjax.nn.MaxUnpool2d(2)(aotjax.tensor([[[5.0]]]), aotjax.tensor([[[3]]])).shape
+    (1, 2, 2)
+    """
+
+    _fn = staticmethod(P.max_unpool2d)
+
+
+class MaxUnpool3d(_MaxUnpool):
+    """`max_unpool3d(input, indices, kernel_size, stride, padding, output_size)`.
+
+    >>> aotjax.nn.MaxUnpool3d(2)(aotjax.tensor([[[[5.0]]]]), aotjax.tensor([[[[7]]]])).shape
+    (1, 2, 2, 2)
+    """
+
+    _fn = staticmethod(P.max_unpool3d)
