@@ -17,7 +17,7 @@ import math
 from typing import Any, Callable, Protocol, Sequence
 
 from aotjax.core.avals import ShapedArray
-from aotjax.core.errors import AotjaxError
+from aotjax.core.errors import AotjaxError, ShapeError
 from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr
 from aotjax.core.source_info import where
 
@@ -225,8 +225,6 @@ def abstract_eval(prim: Primitive, avals: list[ShapedArray], params: dict) -> li
 
 
 def _mutation_abstract_eval(prim: Primitive, avals, params) -> list[ShapedArray]:
-    from aotjax.core.errors import ShapeError
-
     new = abstract_eval(prim.functional, avals, params)
     written = [avals[i] for i in prim.mutates]
     for w, n in zip(written, new):

@@ -33,6 +33,7 @@ from aotjax.interpreters.functionalize import FunctionalStorage, FunctionalTenso
 from aotjax.ops.base.frontend import bind_inplace
 from aotjax.ops.indexing.subscripts import copy__p
 from aotjax.tensor import Tensor, is_eager
+from aotjax.transforms.make_jaxpr import input_aval
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -79,8 +80,6 @@ def _describe_group(g: InputGroup) -> None:
         g.kind = GroupKind.TENSOR
         g.aval = get_aval(_storage_base_value(x)) if g.synthetic else get_aval(x)
     elif isinstance(x, _SCALARS):
-        from aotjax.transforms.make_jaxpr import input_aval  # NOTE: transforms sit above runtime
-
         g.kind, g.aval = GroupKind.SCALAR, input_aval(x)[0]
     else:
         g.kind, g.aval = GroupKind.ARRAY, get_aval(x)

@@ -90,6 +90,7 @@ from aotjax.transforms.aot_signature import (  # noqa: F401
     _user_outputs,
 )
 from aotjax.transforms.autodiff import _gc_paused
+from aotjax.transforms.export import AotExport, abstract_arguments, export_program, symbolic_errors
 from aotjax.transforms.functionalize import Staged, stage_functionalized
 from aotjax.transforms.jit import Jitted, _Entry, _lowered_program, bind_staged
 from aotjax.transforms.joint import compose_joint, linearize_program, transpose_program
@@ -296,8 +297,6 @@ class Aot(Jitted):
         """Trace, functionalize, build the joint and partition it for these arguments; nothing runs and
         nothing is compiled. See `AotLowered`. An argument may be a `jax.ShapeDtypeStruct`, its shape symbolic
         (`jax.export.symbolic_shape`), for a batch-polymorphic `export()`."""
-        from aotjax.transforms.export import abstract_arguments, symbolic_errors  # NOTE: export imports jit's readers
-
         args, kwargs = abstract_arguments(args, kwargs)
         with symbolic_errors("aot"):
             return AotLowered(self._stage(args, kwargs))
@@ -391,9 +390,6 @@ class AotLowered:
         >>> bool(((grads[0] - aotjax.grad(f)(aotjax.ones(3))).abs() < 1e-6).all())
         True
         """
-        # NOTE: export imports jit's input readers; imported here, at use
-        from aotjax.transforms.export import AotExport, export_program
-
         name = self._entry.staged.jaxpr.meta.name or "fn"
         forward = export_program(self.forward, f"{name}_forward", self.forward_inputs, self.forward_outputs,
                                  platforms)

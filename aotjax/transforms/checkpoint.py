@@ -16,6 +16,7 @@ import functools
 from operator import attrgetter
 from typing import Callable
 
+from aotjax.core.ir import ClosedJaxpr, Jaxpr
 from aotjax.ops.calls.remat import checkpoint_p, name_p
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import Slot
@@ -119,8 +120,6 @@ remat = checkpoint
 
 def _closure_convert(closed):
     """The region's constants become leading operands (they may be tracers of enclosing transforms)."""
-    from aotjax.core.ir import ClosedJaxpr, Jaxpr
-
     jaxpr = closed.jaxpr
     converted = Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.eqns, jaxpr.outvars)
     return list(closed.consts), ClosedJaxpr(converted, [])

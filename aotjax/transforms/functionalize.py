@@ -20,6 +20,7 @@ from aotjax.ops.base.frontend import constants_made_inside
 from aotjax.ops.random.generator import Generator, default_generator
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import BoundaryMeta, InputGroup, OutKind, Slot
+from aotjax.runtime.guards import call_key
 from aotjax.tensor import Tensor
 from aotjax.transforms.argnums import normalize_argnums
 from aotjax.transforms.make_jaxpr import split_static
@@ -93,14 +94,10 @@ class Staged:
         if not self.implicit:
             return leaves
         full = [*leaves, *self.implicit]
-        from aotjax.runtime.guards import call_key  # NOTE: guards import the boundary, which this module uses
-
         return full if call_key(full) == self.key else None
 
     def release(self) -> "Staged":
         """Drop the references to the traced call's arguments; returns self."""
-        from aotjax.runtime.guards import call_key  # NOTE: guards import the boundary, which this module uses
-
         self.key = call_key(self.leaves)
         self.leaves = []
         for g in self.groups:

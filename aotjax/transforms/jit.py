@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from aotjax.core.checks import config, emit_checks
+from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer
 from aotjax.interpreters.batching import vmap_running
 from aotjax.interpreters.eval import read
@@ -36,7 +37,7 @@ from aotjax.runtime.boundary import GroupKind, OutKind, Slot
 from aotjax.tensor import Tensor
 from aotjax.transforms.argnums import fun_name, normalize_argnums
 from aotjax.transforms.functionalize import Staged, functionalize, stage_functionalized
-from aotjax.transforms.make_jaxpr import split_static
+from aotjax.transforms.make_jaxpr import make_jaxpr, split_static
 from aotjax.transforms.passes import run_pass
 
 _MISS = fast_call.MISS
@@ -413,8 +414,6 @@ class Lowered:
 
     @property
     def as_written(self):
-        from aotjax.transforms.make_jaxpr import make_jaxpr
-
         return make_jaxpr(self._jitted.fun, self._jitted.static_argnums)(*self._args, **self._kwargs)
 
     def as_text(self, debug_info: bool = False) -> str:
@@ -425,8 +424,6 @@ class Lowered:
     def eval(self, *args, **kwargs):
         """Call with the functionalized jaxpr run by the reference interpreter (`eval_jaxpr`, one eager
         op at a time) instead of XLA, boundary included: a check that compilation changed nothing."""
-        from aotjax.core.eval_jaxpr import eval_jaxpr
-
         closed = self.jaxpr
 
         def interpret(*vals):

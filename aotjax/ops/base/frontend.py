@@ -329,7 +329,10 @@ def _resize_out(op: str, out: Tensor, shape: tuple) -> None:
     out._init_slots(None, storage=Storage(jax.numpy.zeros(shape, out.dtype)))
 
 
-# NOTE: the `aotjax.X` ops that take `out=` (as torch's do); `aotjax.ops` replaces each by its `out_variant`.
+# NOTE: the `aotjax.X` ops that take `out=` (as torch's do); `aotjax.ops` replaces each by its `out_variant`. A list
+# of names, not a fact on each op: it is a property of torch's signature for the public name (`aotjax.add` takes
+# `out=`, `Tensor.add` does not), and the ops come from a dozen factories (`_unary`, `_binary_family`, `from_jax`, ...)
+# across the families, while the variant must replace the name in the namespace the user calls.
 OUT_OPS = (
     "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "atan2", "maximum",
     "minimum", "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
