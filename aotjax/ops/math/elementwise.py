@@ -45,14 +45,24 @@ from aotjax.ops.base.promotion import (
     _COMPLEX,
     _FLOAT,
     _INT,
-    can_cast,
     category,
     check_inplace_cast,
-    default_float_dtype,
-    default_int_dtype,
     result_type,
 )
 from aotjax.ops.creation.factories import device_put
+from aotjax.ops.math.dtype_classes import (
+    ABS,
+    ANY_DTYPE,
+    FLOATING,
+    INTEGRAL,
+    NUMERIC,
+    ORDERED,
+    PREDICATE,
+    REAL,
+    SQUARE,
+    DtypeClass,
+    float_or_default,
+)
 from aotjax.ops.shape.clone import clone
 from aotjax.tensor import Storage, Tensor, method, reflected
 
@@ -157,66 +167,6 @@ for _name, _dtype, _what in (("float", np.float32, "float32"), ("half", np.float
     method(_cast_method(_name, _dtype, _what))
 
 
-# -- dtype classes -----------------------------------------------------------------------------
-# Each op has a dtype class: how the frontend promotes its operands (`operand`) and what its
-# primitive accepts and returns (`rule`, the `out_dtype` of the `elementwise` combinator).
-class _DtypeClass:
-    def __init__(self, operand, accepts, result, expected: str):
-        self.operand, self.accepts, self.result, self.expected = operand, accepts, result, expected
-        self.as_is: set = set()  # see `takes_as_is`
-        self.written_as_is: set = set()  # see `writes_as_is`
-
-    def takes_as_is(self, dtype) -> bool:
-        """Whether an operand of `dtype` is used as it is: its operand rule keeps it, and it is real (nothing for
-        `_refuse_complex` to refuse). The ops' eager fast path; learned per dtype (the rules that map a dtype to a
-        default dtype, which the x64 flag decides, never map it to itself)."""
-        if dtype in self.as_is:
-            return True
-        if self.operand(dtype) == dtype and category(dtype) != _COMPLEX:
-            self.as_is.add(dtype)
-            return True
-        return False
-
-    def writes_as_is(self, dtype) -> bool:
-        """Whether an in-place op on a tensor of `dtype` with an operand of `dtype` converts nothing: the operand
-        is taken as it is, and the result casts to `dtype`. Learned per dtype."""
-        if dtype in self.written_as_is:
-            return True
-        if self.takes_as_is(dtype) and can_cast(self.result(dtype), dtype):
-            self.written_as_is.add(dtype)
-            return True
-        return False
-
-    def rule(self, name: str):
-        def out_dtype(dt):
-            if not self.accepts(dt):
-                raise DTypeError(f"{name}: expected {self.expected} operands, got {np.dtype(dt).name}")
-            return self.result(dt)
-        return out_dtype
-
-
-def _float_or_default(dt):
-    return dt if category(dt) >= _FLOAT else default_float_dtype()
-
-
-def _any(dt):
-    return True
-
-
-_FLOATING = _DtypeClass(_float_or_default, lambda dt: category(dt) >= _FLOAT, lambda dt: dt, "floating-point")
-_NUMERIC = _DtypeClass(lambda dt: dt, lambda dt: category(dt) > _BOOL, lambda dt: dt, "numeric (non-bool)")
-_ANY = _DtypeClass(lambda dt: dt, _any, lambda dt: dt, "any")
-_PREDICATE = _DtypeClass(lambda dt: dt, _any, lambda dt: _BOOL_DTYPE, "any")
-_ORDERED = _DtypeClass(lambda dt: dt, lambda dt: category(dt) != _COMPLEX, lambda dt: _BOOL_DTYPE,
-                       "real (complex numbers are not ordered)")
-_REAL = _DtypeClass(lambda dt: dt, lambda dt: category(dt) != _COMPLEX, lambda dt: dt, "real (not complex)")
-_ABS = _DtypeClass(lambda dt: dt, _any, lambda dt: np.dtype(np.finfo(dt).dtype) if category(dt) == _COMPLEX else dt,
-                   "any")
-_INTEGRAL = _DtypeClass(lambda dt: dt, lambda dt: category(dt) <= _INT, lambda dt: dt, "integer or bool")
-_SQUARE = _DtypeClass(lambda dt: default_int_dtype() if dt == _BOOL_DTYPE else dt, lambda dt: category(dt) > _BOOL,
-                      lambda dt: dt, "numeric (non-bool)")
-
-
 def _public(*fns):
     """Export the op functions `fns` and install each as the Tensor method of its name: a family's ops
     become public where the family defines them."""
@@ -226,25 +176,25 @@ def _public(*fns):
     return fns
 
 
-def _doc(fn, name: str, doc: str):
+def named(fn, name: str, doc: str):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn
 
 
-def _inplace_doc(name: str) -> str:
+def inplace_docstring(name: str) -> str:
     return (f"In-place `{name}`: writes the result into `x` (through any view, into its base) and returns `x`."
             f"\n\n    >>> x = aotjax.tensor([0.5, 1.0, 2.0])\n    >>> x.{name}_() is x\n    True\n    ")
 
 
 # -- unary -------------------------------------------------------------------------------------
-def _unary_operand(cls: _DtypeClass, x):
+def unary_operand(cls: DtypeClass, x):
     x = as_tensor(x)
     dt = cls.operand(x.dtype)
     return x if dt == x.dtype else convert(x, dt)
 
 
-def _check_unary_inplace(prim_, cls: _DtypeClass, x) -> None:
+def check_unary_inplace(prim_, cls: DtypeClass, x) -> None:
     result = cls.result(cls.operand(x.dtype))
     if category(x.dtype) == _COMPLEX and category(result) != _COMPLEX:  # NOTE: abs_: torch refuses a real result
         raise DTypeError(f"{prim_.name}: in-place {prim_.name[:-1]} is not supported for complex tensors (its result "
@@ -252,7 +202,7 @@ def _check_unary_inplace(prim_, cls: _DtypeClass, x) -> None:
     check_inplace_cast(prim_.name, result, x.dtype)
 
 
-def _unary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
+def _unary(name: str, lower, cls: DtypeClass, doc: str, inplace: bool = True):
     """A unary elementwise primitive, its in-place variant, and their op functions."""
     prim = elementwise(name, lower, out_dtype=cls.rule(name))
     as_is, plain = cls.as_is, []  # plain: [the primitive's fast-path executable], once looked up
@@ -289,22 +239,22 @@ def _unary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
             dtype = x.dtype
             if dtype in as_is or cls.takes_as_is(dtype):  # NOTE: the common case, known once per dtype
                 return prim.bind(x)
-        x = _unary_operand(cls, x)
+        x = unary_operand(cls, x)
         _refuse_complex(prim, cls, x.dtype)
         return prim.bind(x)
 
     if not inplace:
-        return (prim, *_public(_doc(op, name, doc)))
+        return (prim, *_public(named(op, name, doc)))
     prim_ = inplace_variant(prim)
 
     def op_(x):
-        _check_unary_inplace(prim_, cls, x)
+        check_unary_inplace(prim_, cls, x)
         return bind_inplace(prim_, x)
 
-    return (prim, prim_, *_public(_doc(op, name, doc), _doc(op_, name + "_", _inplace_doc(name))))
+    return (prim, prim_, *_public(named(op, name, doc), named(op_, name + "_", inplace_docstring(name))))
 
 
-def _keep_integers(fn):
+def keep_integers(fn):
     """`fn` for floats; the identity for integer and bool arrays (floor, ceil, round)."""
     return lambda x: x if category(x.dtype) < _FLOAT else fn(x)
 
@@ -313,14 +263,14 @@ def _neg_lower(x):
     return jnp.negative(x)
 
 
-neg_p, neg__p, neg, neg_ = _unary("neg", _neg_lower, _NUMERIC, """`-x`; integer dtypes are kept (bool is refused).
+neg_p, neg__p, neg, neg_ = _unary("neg", _neg_lower, NUMERIC, """`-x`; integer dtypes are kept (bool is refused).
 
     >>> aotjax.neg(aotjax.tensor([1, -2]))
     tensor([-1,  2])
     """)
 deflinear(neg_p)
 deflinear_transpose(neg_p, lambda ct, x: neg_p.bind(ct))
-abs_p, abs__p, abs, abs_ = _unary("abs", jnp.abs, _ABS, """`|x|`; integer dtypes are kept.
+abs_p, abs__p, abs, abs_ = _unary("abs", jnp.abs, ABS, """`|x|`; integer dtypes are kept.
 
     >>> aotjax.abs(aotjax.tensor([-1.5, 2.0]))
     tensor([1.5, 2. ])
@@ -334,80 +284,80 @@ def _complex_abs_jvp(t, x):
     a = abs(x)
     return where(eq(a, 0), mul(r, 0), div(r, where(eq(a, 0), 1.0, a)))
 
-exp_p, exp__p, exp, exp_ = _unary("exp", jnp.exp, _FLOATING, """`e ** x` (integers are promoted to float32).
+exp_p, exp__p, exp, exp_ = _unary("exp", jnp.exp, FLOATING, """`e ** x` (integers are promoted to float32).
 
     >>> aotjax.exp(aotjax.tensor([0.0]))
     tensor([1.])
     """)
 defjvp2(exp_p, lambda t, ans, x: mul(t, ans))
-log_p, log__p, log, log_ = _unary("log", jnp.log, _FLOATING, """Natural logarithm (integers promote to float32).
+log_p, log__p, log, log_ = _unary("log", jnp.log, FLOATING, """Natural logarithm (integers promote to float32).
 
     >>> aotjax.log(aotjax.tensor([1.0]))
     tensor([0.])
     """)
 defjvp(log_p, lambda t, x: div(t, x))
-log1p_p, log1p__p, log1p, log1p_ = _unary("log1p", jnp.log1p, _FLOATING, """`log(1 + x)`, accurate near 0.
+log1p_p, log1p__p, log1p, log1p_ = _unary("log1p", jnp.log1p, FLOATING, """`log(1 + x)`, accurate near 0.
 
     >>> aotjax.log1p(aotjax.tensor([0.0]))
     tensor([0.])
     """)
 defjvp(log1p_p, lambda t, x: div(t, add(x, 1)))
-expm1_p, expm1__p, expm1, expm1_ = _unary("expm1", jnp.expm1, _FLOATING, """`exp(x) - 1`, accurate near 0.
+expm1_p, expm1__p, expm1, expm1_ = _unary("expm1", jnp.expm1, FLOATING, """`exp(x) - 1`, accurate near 0.
 
     >>> aotjax.expm1(aotjax.tensor([0.0]))
     tensor([0.])
     """)
 defjvp2(expm1_p, lambda t, ans, x: mul(t, add(ans, 1)))
-sqrt_p, sqrt__p, sqrt, sqrt_ = _unary("sqrt", jnp.sqrt, _FLOATING, """Square root (integers promote to float32).
+sqrt_p, sqrt__p, sqrt, sqrt_ = _unary("sqrt", jnp.sqrt, FLOATING, """Square root (integers promote to float32).
 
     >>> aotjax.sqrt(aotjax.tensor([4, 9]))
     tensor([2., 3.])
     """)
 defjvp2(sqrt_p, lambda t, ans, x: div(t, mul(ans, 2)))
-rsqrt_p, rsqrt__p, rsqrt, rsqrt_ = _unary("rsqrt", lax.rsqrt, _FLOATING, """`1 / sqrt(x)`.
+rsqrt_p, rsqrt__p, rsqrt, rsqrt_ = _unary("rsqrt", lax.rsqrt, FLOATING, """`1 / sqrt(x)`.
 
     >>> aotjax.rsqrt(aotjax.tensor([4.0]))
     tensor([0.5])
     """)
 defjvp2(rsqrt_p, lambda t, ans, x: mul(t, div(mul(ans, -0.5), x)))
-sin_p, sin__p, sin, sin_ = _unary("sin", jnp.sin, _FLOATING, """Elementwise sine (integers promote to float32).
+sin_p, sin__p, sin, sin_ = _unary("sin", jnp.sin, FLOATING, """Elementwise sine (integers promote to float32).
 
     >>> aotjax.sin(aotjax.tensor([0.0]))
     tensor([0.])
     """)
 defjvp(sin_p, lambda t, x: mul(t, cos(x)))
-cos_p, cos__p, cos, cos_ = _unary("cos", jnp.cos, _FLOATING, """Elementwise cosine.
+cos_p, cos__p, cos, cos_ = _unary("cos", jnp.cos, FLOATING, """Elementwise cosine.
 
     >>> aotjax.cos(aotjax.tensor([0.0]))
     tensor([1.])
     """)
 defjvp(cos_p, lambda t, x: neg(mul(t, sin(x))))
-tan_p, tan__p, tan, tan_ = _unary("tan", jnp.tan, _FLOATING, """Elementwise tangent.
+tan_p, tan__p, tan, tan_ = _unary("tan", jnp.tan, FLOATING, """Elementwise tangent.
 
     >>> aotjax.tan(aotjax.tensor([0.0]))
     tensor([0.])
     """)
 defjvp2(tan_p, lambda t, ans, x: mul(t, add(square(ans), 1)))
-tanh_p, tanh__p, tanh, tanh_ = _unary("tanh", jnp.tanh, _FLOATING, """Hyperbolic tangent.
+tanh_p, tanh__p, tanh, tanh_ = _unary("tanh", jnp.tanh, FLOATING, """Hyperbolic tangent.
 
     >>> aotjax.tanh(aotjax.tensor([0.0]))
     tensor([0.])
     """)
 defjvp2(tanh_p, lambda t, ans, x: mul(t, sub(1, square(ans))))
-sigmoid_p, sigmoid__p, sigmoid, sigmoid_ = _unary("sigmoid", jax.nn.sigmoid, _FLOATING, """`1 / (1 + exp(-x))`.
+sigmoid_p, sigmoid__p, sigmoid, sigmoid_ = _unary("sigmoid", jax.nn.sigmoid, FLOATING, """`1 / (1 + exp(-x))`.
 
     >>> aotjax.sigmoid(aotjax.tensor([0.0]))
     tensor([0.5])
     """)
 defjvp2(sigmoid_p, lambda t, ans, x: mul(t, mul(ans, sub(1, ans))))
-relu_p, relu__p, relu, relu_ = _unary("relu", lambda x: jnp.maximum(x, jnp.zeros((), x.dtype)), _NUMERIC,
+relu_p, relu__p, relu, relu_ = _unary("relu", lambda x: jnp.maximum(x, jnp.zeros((), x.dtype)), NUMERIC,
                                       """`max(x, 0)`; integer dtypes are kept.
 
     >>> aotjax.relu(aotjax.tensor([-1, 2]))
     tensor([0, 2])
     """)
 defjvp(relu_p, lambda t, x: where(gt(x, 0), t, 0))
-silu_p, silu__p, silu, silu_ = _unary("silu", jax.nn.silu, _FLOATING, """`x * sigmoid(x)` (also called swish).
+silu_p, silu__p, silu, silu_ = _unary("silu", jax.nn.silu, FLOATING, """`x * sigmoid(x)` (also called swish).
 
     >>> aotjax.silu(aotjax.tensor([0.0]))
     tensor([0.])
@@ -420,20 +370,20 @@ def _silu_jvp(t, x):
 
 
 defjvp(silu_p, _silu_jvp)
-erf_p, erf__p, erf, erf_ = _unary("erf", lax.erf, _FLOATING, """The Gauss error function.
+erf_p, erf__p, erf, erf_ = _unary("erf", lax.erf, FLOATING, """The Gauss error function.
 
     >>> aotjax.erf(aotjax.tensor([0.0]))
     tensor([0.])
     """)
 defjvp(erf_p, lambda t, x: mul(t, mul(exp(neg(square(x))), 2 / math.sqrt(math.pi))))
-floor_p, floor__p, floor, floor_ = _unary("floor", _keep_integers(jnp.floor), _REAL,
+floor_p, floor__p, floor, floor_ = _unary("floor", keep_integers(jnp.floor), REAL,
                                           """Rounds down; the identity on integer tensors.
 
     >>> aotjax.floor(aotjax.tensor([-0.5, 1.5]))
     tensor([-1.,  1.])
     """)
 defjvp_zero(floor_p)
-ceil_p, ceil__p, ceil, ceil_ = _unary("ceil", _keep_integers(jnp.ceil), _REAL,
+ceil_p, ceil__p, ceil, ceil_ = _unary("ceil", keep_integers(jnp.ceil), REAL,
                                       """Rounds up; the identity on integer tensors.
 
     >>> aotjax.ceil(aotjax.tensor([-0.5, 1.5]))
@@ -446,7 +396,7 @@ def _sign_lower(x):
     return jnp.sign(x) if category(x.dtype) != _FLOAT else jnp.where(jnp.isnan(x), 0, jnp.sign(x)).astype(x.dtype)
 
 
-sign_p, sign__p, sign, sign_ = _unary("sign", _sign_lower, _REAL,
+sign_p, sign__p, sign, sign_ = _unary("sign", _sign_lower, REAL,
                                       """-1, 0 or 1 by the sign of `x` (0 for NaN, as in PyTorch); integer dtypes are
     kept.
 
@@ -454,40 +404,40 @@ sign_p, sign__p, sign, sign_ = _unary("sign", _sign_lower, _REAL,
     tensor([-1,  0,  1])
     """)
 defjvp_zero(sign_p)
-reciprocal_p, reciprocal__p, reciprocal, reciprocal_ = _unary("reciprocal", jnp.reciprocal, _FLOATING, """`1 / x`.
+reciprocal_p, reciprocal__p, reciprocal, reciprocal_ = _unary("reciprocal", jnp.reciprocal, FLOATING, """`1 / x`.
 
     >>> aotjax.reciprocal(aotjax.tensor([2, 4]))
     tensor([0.5 , 0.25])
     """)
 defjvp2(reciprocal_p, lambda t, ans, x: neg(mul(t, square(ans))))
-square_p, square__p, square, square_ = _unary("square", jnp.square, _SQUARE,
+square_p, square__p, square, square_ = _unary("square", jnp.square, SQUARE,
                                               """`x * x`; integer dtypes are kept, bool gives int64.
 
     >>> aotjax.square(aotjax.tensor([-3, 2]))
     tensor([9, 4])
     """)
 defjvp(square_p, lambda t, x: mul(t, mul(x, 2)))
-isnan_p, isnan = _unary("isnan", jnp.isnan, _PREDICATE, """Whether each element is NaN (bool).
+isnan_p, isnan = _unary("isnan", jnp.isnan, PREDICATE, """Whether each element is NaN (bool).
 
     >>> aotjax.isnan(aotjax.tensor([1.0, float('nan')]))
     tensor([False,  True])
     """, inplace=False)
 defjvp_zero(isnan_p)
-isfinite_p, isfinite = _unary("isfinite", jnp.isfinite, _PREDICATE, """Whether each element is finite (bool).
+isfinite_p, isfinite = _unary("isfinite", jnp.isfinite, PREDICATE, """Whether each element is finite (bool).
 
     >>> aotjax.isfinite(aotjax.tensor([1.0, float('inf')]))
     tensor([ True, False])
     """, inplace=False)
 defjvp_zero(isfinite_p)
 logical_not_p, logical_not__p, logical_not, logical_not_ = _unary(
-    "logical_not", jnp.logical_not, _PREDICATE, """`x == 0`, as bool (any input dtype).
+    "logical_not", jnp.logical_not, PREDICATE, """`x == 0`, as bool (any input dtype).
 
     >>> aotjax.logical_not(aotjax.tensor([0, 3]))
     tensor([ True, False])
     """)
 defjvp_zero(logical_not_p)
 bitwise_not_p, bitwise_not__p, bitwise_not, bitwise_not_ = _unary(
-    "bitwise_not", jnp.invert, _INTEGRAL, """`~x`: bitwise NOT of integers, logical NOT of bools.
+    "bitwise_not", jnp.invert, INTEGRAL, """`~x`: bitwise NOT of integers, logical NOT of bools.
 
     >>> aotjax.bitwise_not(aotjax.tensor([0, 5]))
     tensor([-1, -6])
@@ -501,15 +451,15 @@ bitwise_not_.__doc__ = """In-place `bitwise_not`.
     """
 
 
-def _unary_with_params(name: str, lower, cls: _DtypeClass):
+def _unary_with_params(name: str, lower, cls: DtypeClass):
     prim = elementwise(name, lower, out_dtype=cls.rule(name))
     return prim, inplace_variant(prim)
 
 
 gelu_p, gelu__p = _unary_with_params(
-    "gelu", lambda x, *, approximate: jax.nn.gelu(x, approximate=approximate == "tanh"), _FLOATING)
+    "gelu", lambda x, *, approximate: jax.nn.gelu(x, approximate=approximate == "tanh"), FLOATING)
 round_p, round__p = _unary_with_params(
-    "round", lambda x, *, decimals: x if category(x.dtype) < _FLOAT else jnp.round(x, decimals), _REAL)
+    "round", lambda x, *, decimals: x if category(x.dtype) < _FLOAT else jnp.round(x, decimals), REAL)
 
 
 def _gelu_jvp(t, x, *, approximate):
@@ -539,7 +489,7 @@ def gelu(x, approximate: str = "none"):
     >>> aotjax.gelu(aotjax.tensor([0.0]))
     tensor([0.])
     """
-    return gelu_p.bind(_unary_operand(_FLOATING, x), approximate=_gelu_approximate(approximate))
+    return gelu_p.bind(unary_operand(FLOATING, x), approximate=_gelu_approximate(approximate))
 
 
 def gelu_(x, approximate: str = "none"):
@@ -549,7 +499,7 @@ def gelu_(x, approximate: str = "none"):
     >>> x.gelu_() is x
     True
     """
-    _check_unary_inplace(gelu__p, _FLOATING, x)
+    check_unary_inplace(gelu__p, FLOATING, x)
     return bind_inplace(gelu__p, x, approximate=_gelu_approximate(approximate))
 
 
@@ -583,13 +533,13 @@ def round_(x, decimals: int = 0):
 
 
 # -- binary ------------------------------------------------------------------------------------
-def _binary_operands(cls: _DtypeClass, x, y):
+def binary_operands(cls: DtypeClass, x, y):
     if type(x) is type(y) is Tensor and x.dtype == y.dtype and cls.operand(x.dtype) == x.dtype:
         return x, y
     return promote(x, y, dtype=cls.operand(result_type(x, y)))
 
 
-def _binary(prim, cls: _DtypeClass, x, y, **params):
+def _binary(prim, cls: DtypeClass, x, y, **params):
     if type(x) is type(y) is Tensor:
         dtype = x.dtype
         if dtype == y.dtype and (dtype in cls.as_is or cls.takes_as_is(dtype)):  # NOTE: the common case
@@ -604,7 +554,7 @@ def _binary(prim, cls: _DtypeClass, x, y, **params):
         out = _tensor_and_number(prim, cls, x, y)
         if out is not None:
             return out
-    x, y = _binary_operands(cls, x, y)
+    x, y = binary_operands(cls, x, y)
     _refuse_complex(prim, cls, x.dtype)
     return prim.bind(x, y, **params)
 
@@ -612,7 +562,7 @@ def _binary(prim, cls: _DtypeClass, x, y, **params):
 _NUMBERS = (int, float)
 
 
-def _tensor_and_number(prim, cls: _DtypeClass, x, y):
+def _tensor_and_number(prim, cls: DtypeClass, x, y):
     """The eager fast path of a binary op on a plain floating-point tensor and a Python int or float (either
     order): the number takes the tensor's dtype, as in PyTorch (`promote`), and is passed as `operand` passes a
     NumPy scalar; None where it does not apply."""
@@ -627,13 +577,13 @@ def _tensor_and_number(prim, cls: _DtypeClass, x, y):
     return apply_plain(prim, operand(dtype.type(x)), y._storage.base)
 
 
-def _refuse_complex(prim, cls: _DtypeClass, dtype) -> None:
+def _refuse_complex(prim, cls: DtypeClass, dtype) -> None:
     """Eager evaluation skips abstract rules: the ops torch refuses on complex operands check here too."""
     if category(dtype) == _COMPLEX and cls.rule is not None:
         cls.rule(prim.name)(dtype)
 
 
-def _binary_inplace(prim_, cls: _DtypeClass, x, y, **params):
+def binary_inplace(prim_, cls: DtypeClass, x, y, **params):
     if type(x) is type(y) is Tensor:
         dtype = x.dtype
         if dtype == y.dtype and (dtype in cls.written_as_is or cls.writes_as_is(dtype)):  # NOTE: the common case
@@ -645,18 +595,18 @@ def _binary_inplace(prim_, cls: _DtypeClass, x, y, **params):
             return bind_inplace(prim_, x, y, **params)
     dtype = cls.operand(result_type(x, y))
     check_inplace_cast(prim_.name, cls.result(dtype), x.dtype)
-    if dtype != x.dtype and cls in (_PREDICATE, _ORDERED):
+    if dtype != x.dtype and cls in (PREDICATE, ORDERED):
         # NOTE: `int_x.lt_(2.5)` must compare in float: converting 2.5 to int first would change the
         # answer. Compute out of place and copy the result in.
-        return _copy_into(x, prim_.functional.bind(*promote(x, y, dtype=dtype), **params))
+        return copy_into(x, prim_.functional.bind(*promote(x, y, dtype=dtype), **params))
     return bind_inplace(prim_, x, promote(y, dtype=x.dtype)[0], **params)
 
 
-def _copy_into(x, value):
+def copy_into(x, value):
     return x.copy_(value)  # NOTE: the method: `copy_` is the indexing family's, which builds on this module
 
 
-def _binary_family(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
+def _binary_family(name: str, lower, cls: DtypeClass, doc: str, inplace: bool = True):
     """A binary elementwise primitive, its in-place variant, and their op functions."""
     prim = elementwise(name, lower, out_dtype=cls.rule(name))
 
@@ -664,11 +614,11 @@ def _binary_family(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool =
         return _binary(prim, cls, x, y)
 
     if not inplace:
-        return (prim, *_public(_doc(op, name, doc)))
+        return (prim, *_public(named(op, name, doc)))
     prim_ = inplace_variant(prim)
 
     def op_(x, y):
-        return _binary_inplace(prim_, cls, x, y)
+        return binary_inplace(prim_, cls, x, y)
 
     inplace_doc = f"""In-place `{name}`: writes the result into `x` (cast to `x`'s dtype) and returns `x`.
 
@@ -676,14 +626,14 @@ def _binary_family(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool =
     >>> x.{name}_(aotjax.tensor([2.0, 1.0, 1.0])) is x
     True
     """
-    return (prim, prim_, *_public(_doc(op, name, doc), _doc(op_, name + "_", inplace_doc)))
+    return (prim, prim_, *_public(named(op, name, doc), named(op_, name + "_", inplace_doc)))
 
 
-add_p = elementwise("add", jnp.add, out_dtype=_ANY.rule("add"))
+add_p = elementwise("add", jnp.add, out_dtype=ANY_DTYPE.rule("add"))
 add__p = inplace_variant(add_p)
 defjvp(add_p, lambda t, x, y: t, lambda t, x, y: t)
 deflinear_transpose(add_p, lambda ct, x, y: unbroadcast(ct, x.aval), lambda ct, x, y: unbroadcast(ct, y.aval))
-sub_p = elementwise("sub", jnp.subtract, out_dtype=_NUMERIC.rule("sub"))
+sub_p = elementwise("sub", jnp.subtract, out_dtype=NUMERIC.rule("sub"))
 sub__p = inplace_variant(sub_p)
 defjvp(sub_p, lambda t, x, y: t, lambda t, x, y: neg(t))
 deflinear_transpose(sub_p, lambda ct, x, y: unbroadcast(ct, x.aval),
@@ -704,7 +654,7 @@ def add(x, y, *, alpha=1):
     >>> aotjax.tensor([1.0, 2.0]).add(aotjax.tensor([1.0, 1.0]), alpha=10)
     tensor([11., 12.])
     """
-    return _binary(add_p, _ANY, x, _scaled(y, alpha))
+    return _binary(add_p, ANY_DTYPE, x, _scaled(y, alpha))
 
 
 def add_(x, y, *, alpha=1):
@@ -715,7 +665,7 @@ def add_(x, y, *, alpha=1):
     >>> x
     tensor([2., 3.])
     """
-    return _binary_inplace(add__p, _ANY, x, _scaled(y, alpha))
+    return binary_inplace(add__p, ANY_DTYPE, x, _scaled(y, alpha))
 
 
 def sub(x, y, *, alpha=1):
@@ -724,7 +674,7 @@ def sub(x, y, *, alpha=1):
     >>> aotjax.sub(aotjax.tensor([5, 6]), aotjax.tensor(1))
     tensor([4, 5])
     """
-    return _binary(sub_p, _NUMERIC, x, _scaled(y, alpha))
+    return _binary(sub_p, NUMERIC, x, _scaled(y, alpha))
 
 
 def sub_(x, y, *, alpha=1):
@@ -735,10 +685,10 @@ def sub_(x, y, *, alpha=1):
     >>> x
     tensor([4, 5])
     """
-    return _binary_inplace(sub__p, _NUMERIC, x, _scaled(y, alpha))
+    return binary_inplace(sub__p, NUMERIC, x, _scaled(y, alpha))
 
 
-mul_p, mul__p, mul, mul_ = _binary_family("mul", jnp.multiply, _ANY, """`x * y`, broadcasting, with PyTorch's type
+mul_p, mul__p, mul, mul_ = _binary_family("mul", jnp.multiply, ANY_DTYPE, """`x * y`, broadcasting, with PyTorch's type
     promotion (`int_tensor * 2.5` is float32, `half_tensor * 2.5` stays float16).
 
     >>> aotjax.mul(aotjax.tensor([1, 2]), 3)
@@ -748,14 +698,14 @@ defjvp(mul_p, lambda t, x, y: mul_p.bind(t, y), lambda t, x, y: mul_p.bind(x, t)
 deflinear2_transpose(mul_p, lambda ct, x, y: unbroadcast(mul_p.bind(ct, y), x.aval),
                      lambda ct, x, y: unbroadcast(mul_p.bind(x, ct), y.aval))
 remainder_p, remainder__p, remainder, remainder_ = _binary_family(
-    "remainder", jnp.remainder, _NUMERIC, """`x - floor(x / y) * y`: the remainder with the sign of `y` (Python's
+    "remainder", jnp.remainder, NUMERIC, """`x - floor(x / y) * y`: the remainder with the sign of `y` (Python's
     `%`).
 
     >>> aotjax.remainder(aotjax.tensor([-7, 7]), 3)
     tensor([2, 1])
     """)
 defjvp(remainder_p, lambda t, x, y: t, lambda t, x, y: neg(mul(t, floor(div(x, y)))))
-pow_p, pow__p, _pow, pow_ = _binary_family("pow", jnp.power, _ANY, "")
+pow_p, pow__p, _pow, pow_ = _binary_family("pow", jnp.power, ANY_DTYPE, "")
 pow_p.layout_rule = tensor_layout  # NOTE: PyTorch's `x ** 2.5` is a unary op of x
 
 
@@ -770,7 +720,8 @@ def _pow_jvp_y(t, ans, x, y):
 defjvp2(pow_p, _pow_jvp_x, _pow_jvp_y)
 # `x ** n` for a Python int `n` (JAX's `integer_pow`): repeated multiplication, and the derivative
 # `n * x ** (n - 1)` with no `where` for `x == 0` (which the general `pow` rule needs for real `y`).
-integer_pow_p = elementwise("integer_pow", lambda x, *, y: lax.integer_pow(x, y), out_dtype=_ANY.rule("integer_pow"))
+integer_pow_p = elementwise("integer_pow", lambda x, *, y: lax.integer_pow(x, y),
+                            out_dtype=ANY_DTYPE.rule("integer_pow"))
 integer_pow__p = inplace_variant(integer_pow_p)
 
 
@@ -783,7 +734,7 @@ def _integer_pow_jvp(t, x, *, y):
 defjvp(integer_pow_p, _integer_pow_jvp)
 
 
-maximum_p, maximum = _binary_family("maximum", jnp.maximum, _REAL, """The elementwise maximum (NaN propagates).
+maximum_p, maximum = _binary_family("maximum", jnp.maximum, REAL, """The elementwise maximum (NaN propagates).
 
     >>> aotjax.maximum(aotjax.tensor([1, 5]), aotjax.tensor([3, 2]))
     tensor([3, 5])
@@ -796,13 +747,13 @@ def _balanced(t, x, ans, y):
 
 
 defjvp2(maximum_p, lambda t, ans, x, y: _balanced(t, x, ans, y), lambda t, ans, x, y: _balanced(t, y, ans, x))
-minimum_p, minimum = _binary_family("minimum", jnp.minimum, _REAL, """The elementwise minimum (NaN propagates).
+minimum_p, minimum = _binary_family("minimum", jnp.minimum, REAL, """The elementwise minimum (NaN propagates).
 
     >>> aotjax.minimum(aotjax.tensor([1, 5]), aotjax.tensor([3, 2]))
     tensor([1, 2])
     """, inplace=False)
 defjvp2(minimum_p, lambda t, ans, x, y: _balanced(t, x, ans, y), lambda t, ans, x, y: _balanced(t, y, ans, x))
-atan2_p, atan2__p, atan2, atan2_ = _binary_family("atan2", jnp.arctan2, _FLOATING, """The angle of the point
+atan2_p, atan2__p, atan2, atan2_ = _binary_family("atan2", jnp.arctan2, FLOATING, """The angle of the point
     `(x=other, y=input)`, in radians (integers promote to float32).
 
     >>> aotjax.atan2(aotjax.tensor([1.0]), aotjax.tensor([1.0]))
@@ -810,73 +761,73 @@ atan2_p, atan2__p, atan2, atan2_ = _binary_family("atan2", jnp.arctan2, _FLOATIN
     """)
 defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
        lambda t, x, y: mul(t, div(neg(x), add(square(x), square(y)))))
-eq_p, eq__p, eq, eq_ = _binary_family("eq", jnp.equal, _PREDICATE, """`x == y`, as bool.
+eq_p, eq__p, eq, eq_ = _binary_family("eq", jnp.equal, PREDICATE, """`x == y`, as bool.
 
     >>> aotjax.eq(aotjax.tensor([1, 2]), 2)
     tensor([False,  True])
     """)
 defjvp_zero(eq_p)
-ne_p, ne__p, ne, ne_ = _binary_family("ne", jnp.not_equal, _PREDICATE, """`x != y`, as bool.
+ne_p, ne__p, ne, ne_ = _binary_family("ne", jnp.not_equal, PREDICATE, """`x != y`, as bool.
 
     >>> aotjax.ne(aotjax.tensor([1, 2]), 2)
     tensor([ True, False])
     """)
 defjvp_zero(ne_p)
-lt_p, lt__p, lt, lt_ = _binary_family("lt", jnp.less, _ORDERED, """`x < y`, as bool (compared in the promoted
+lt_p, lt__p, lt, lt_ = _binary_family("lt", jnp.less, ORDERED, """`x < y`, as bool (compared in the promoted
     dtype: `int_tensor < 2.5` compares as float).
 
     >>> aotjax.lt(aotjax.tensor([2, 3]), 2.5)
     tensor([ True, False])
     """)
 defjvp_zero(lt_p)
-le_p, le__p, le, le_ = _binary_family("le", jnp.less_equal, _ORDERED, """`x <= y`, as bool.
+le_p, le__p, le, le_ = _binary_family("le", jnp.less_equal, ORDERED, """`x <= y`, as bool.
 
     >>> aotjax.le(aotjax.tensor([2, 3]), 2)
     tensor([ True, False])
     """)
 defjvp_zero(le_p)
-gt_p, gt__p, gt, gt_ = _binary_family("gt", jnp.greater, _ORDERED, """`x > y`, as bool.
+gt_p, gt__p, gt, gt_ = _binary_family("gt", jnp.greater, ORDERED, """`x > y`, as bool.
 
     >>> aotjax.gt(aotjax.tensor([2, 3]), 2)
     tensor([False,  True])
     """)
 defjvp_zero(gt_p)
-ge_p, ge__p, ge, ge_ = _binary_family("ge", jnp.greater_equal, _ORDERED, """`x >= y`, as bool.
+ge_p, ge__p, ge, ge_ = _binary_family("ge", jnp.greater_equal, ORDERED, """`x >= y`, as bool.
 
     >>> aotjax.ge(aotjax.tensor([2, 3]), 3)
     tensor([False,  True])
     """)
 defjvp_zero(ge_p)
 logical_and_p, logical_and__p, logical_and, logical_and_ = _binary_family(
-    "logical_and", jnp.logical_and, _PREDICATE, """Whether both `x` and `y` are nonzero (bool).
+    "logical_and", jnp.logical_and, PREDICATE, """Whether both `x` and `y` are nonzero (bool).
 
     >>> aotjax.logical_and(aotjax.tensor([0, 1, 2]), aotjax.tensor([1, 1, 0]))
     tensor([False,  True, False])
     """)
 defjvp_zero(logical_and_p)
 logical_or_p, logical_or__p, logical_or, logical_or_ = _binary_family(
-    "logical_or", jnp.logical_or, _PREDICATE, """Whether `x` or `y` is nonzero (bool).
+    "logical_or", jnp.logical_or, PREDICATE, """Whether `x` or `y` is nonzero (bool).
 
     >>> aotjax.logical_or(aotjax.tensor([0, 1, 0]), aotjax.tensor([0, 0, 2]))
     tensor([False,  True,  True])
     """)
 defjvp_zero(logical_or_p)
 bitwise_and_p, bitwise_and__p, bitwise_and, bitwise_and_ = _binary_family(
-    "bitwise_and", jnp.bitwise_and, _INTEGRAL, """`x & y` for integer or bool tensors.
+    "bitwise_and", jnp.bitwise_and, INTEGRAL, """`x & y` for integer or bool tensors.
 
     >>> aotjax.bitwise_and(aotjax.tensor([12]), 10)
     tensor([8])
     """)
 defjvp_zero(bitwise_and_p)
 bitwise_or_p, bitwise_or__p, bitwise_or, bitwise_or_ = _binary_family(
-    "bitwise_or", jnp.bitwise_or, _INTEGRAL, """`x | y` for integer or bool tensors.
+    "bitwise_or", jnp.bitwise_or, INTEGRAL, """`x | y` for integer or bool tensors.
 
     >>> aotjax.bitwise_or(aotjax.tensor([12]), 10)
     tensor([14])
     """)
 defjvp_zero(bitwise_or_p)
 bitwise_xor_p, bitwise_xor__p, bitwise_xor, bitwise_xor_ = _binary_family(
-    "bitwise_xor", jnp.bitwise_xor, _INTEGRAL, """`x ^ y` for integer or bool tensors.
+    "bitwise_xor", jnp.bitwise_xor, INTEGRAL, """`x ^ y` for integer or bool tensors.
 
     >>> aotjax.bitwise_xor(aotjax.tensor([12]), 10)
     tensor([6])
@@ -922,10 +873,10 @@ def _pow_(x, y):
     if _int_exponent(x, y):
         check_inplace_cast(pow__p.name, result_type(x, y), x.dtype)
         return bind_inplace(integer_pow__p, x, y=int(y))
-    return _binary_inplace(pow__p, _ANY, x, y)
+    return binary_inplace(pow__p, ANY_DTYPE, x, y)
 
 
-pow_ = _doc(_pow_, "pow_", pow_.__doc__)
+pow_ = named(_pow_, "pow_", pow_.__doc__)
 
 
 # -- division ----------------------------------------------------------------------------------
@@ -941,7 +892,7 @@ def _div_lower(x, y, *, rounding_mode):
 
 def _div_dtype(x, y, *, rounding_mode):
     dt = same_dtype("div", x, y)
-    expected = _FLOATING if rounding_mode is None else _NUMERIC
+    expected = FLOATING if rounding_mode is None else NUMERIC
     return expected.rule("div" if rounding_mode is None else f"div (rounding_mode={rounding_mode!r})")(dt)
 
 
@@ -973,11 +924,11 @@ def _div_transpose(ct, x, y, *, rounding_mode):
 deflinear2_transpose(div_p, _div_transpose)  # linear in the numerator only
 
 
-def _rounding(rounding_mode) -> _DtypeClass:
+def _rounding(rounding_mode) -> DtypeClass:
     if rounding_mode not in (None, "trunc", "floor"):
         raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
                          f"{source_info.where()}")
-    return _FLOATING if rounding_mode is None else _NUMERIC
+    return FLOATING if rounding_mode is None else NUMERIC
 
 
 def div(x, y, *, rounding_mode=None):
@@ -1000,7 +951,7 @@ def div_(x, y, *, rounding_mode=None):
     >>> x
     tensor([1.5, 2. ])
     """
-    return _binary_inplace(div__p, _rounding(rounding_mode), x, y, rounding_mode=rounding_mode)
+    return binary_inplace(div__p, _rounding(rounding_mode), x, y, rounding_mode=rounding_mode)
 
 
 def floor_divide(x, y):
@@ -1056,7 +1007,7 @@ def _clamp_lower(x, lo, hi):
     return jnp.minimum(jnp.maximum(x, lo), hi)
 
 
-clamp_p = elementwise("clamp", _clamp_lower, out_dtype=_REAL.rule("clamp"), layout=tensor_layout)
+clamp_p = elementwise("clamp", _clamp_lower, out_dtype=REAL.rule("clamp"), layout=tensor_layout)
 clamp__p = inplace_variant(clamp_p)
 
 
@@ -1094,7 +1045,7 @@ def _clamp_args(op: str, x, min, max):
         raise ValueError(f"{op}: at least one of min and max must be given{source_info.where()}")
     x = as_tensor(x)
     dtype = result_type(x, *(b for b in (min, max) if b is not None))
-    _refuse_complex(clamp_p, _REAL, dtype)
+    _refuse_complex(clamp_p, REAL, dtype)
     return dtype, _bound(min, dtype, True), _bound(max, dtype, False)
 
 
@@ -1132,7 +1083,7 @@ def _lerp_lower(start, end, weight):
     return jnp.where(jnp.abs(weight) < 0.5, start + weight * diff, end - diff * (1 - weight))
 
 
-lerp_p = elementwise("lerp", _lerp_lower, out_dtype=_FLOATING.rule("lerp"), layout=tensor_layout)
+lerp_p = elementwise("lerp", _lerp_lower, out_dtype=FLOATING.rule("lerp"), layout=tensor_layout)
 lerp__p = inplace_variant(lerp_p)
 defjvp(lerp_p, lambda t, s, e, w: mul(t, sub(1, w)), lambda t, s, e, w: mul(t, w),
        lambda t, s, e, w: mul(t, sub(e, s)))
@@ -1144,7 +1095,7 @@ def lerp(start, end, weight):
     >>> aotjax.lerp(aotjax.tensor([0.0, 10.0]), aotjax.tensor([10.0, 20.0]), 0.5)
     tensor([ 5., 15.])
     """
-    dtype = _float_or_default(result_type(start, end, weight))
+    dtype = float_or_default(result_type(start, end, weight))
     return lerp_p.bind(*promote(start, end, weight, dtype=dtype))
 
 
@@ -1155,7 +1106,7 @@ def lerp_(start, end, weight):
     >>> x.lerp_(aotjax.tensor([10.0, 20.0]), 0.25)
     tensor([ 2.5, 12.5])
     """
-    dtype = _float_or_default(result_type(start, end, weight))
+    dtype = float_or_default(result_type(start, end, weight))
     check_inplace_cast("lerp_", dtype, start.dtype)
     return bind_inplace(lerp__p, start, *promote(end, weight, dtype=start.dtype))
 

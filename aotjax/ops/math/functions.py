@@ -37,30 +37,24 @@ from aotjax.ops.base.promotion import (
     check_inplace_cast,
     result_type,
 )
+from aotjax.ops.math.dtype_classes import ANY_DTYPE, FLOATING, PREDICATE, DtypeClass, float_or_default
 from aotjax.ops.math.elementwise import (
-    _ANY,
-    _FLOATING,
-    _PREDICATE,
-    _binary_inplace,
-    _binary_operands,
-    _check_unary_inplace,
-    _copy_into,
-    _doc,
-    _DtypeClass,
-    _float_or_default,
-    _inplace_doc,
-    _keep_integers,
-    _unary_operand,
     abs,
     add,
+    binary_inplace,
+    binary_operands,
+    check_unary_inplace,
     clamp,
     clamp_,
+    copy_into,
     div,
     div_,
     eq,
     exp,
     ge,
+    inplace_docstring,
     isnan,
+    keep_integers,
     le,
     log,
     log1p,
@@ -68,6 +62,7 @@ from aotjax.ops.math.elementwise import (
     logical_or,
     lt,
     mul,
+    named,
     ne,
     neg,
     pow,
@@ -76,14 +71,15 @@ from aotjax.ops.math.elementwise import (
     sqrt,
     square,
     sub,
+    unary_operand,
     where,
 )
 from aotjax.tensor import Tensor, method, reflected
 
 __all__: list[str] = []
 
-_FLOAT_ONLY = _DtypeClass(lambda dt: dt, lambda dt: category(dt) >= _FLOAT, lambda dt: dt, "floating-point")
-_INTEGER = _DtypeClass(lambda dt: dt, lambda dt: category(dt) == _INT, lambda dt: dt, "integer (not bool)")
+_FLOAT_ONLY = DtypeClass(lambda dt: dt, lambda dt: category(dt) >= _FLOAT, lambda dt: dt, "floating-point")
+_INTEGER = DtypeClass(lambda dt: dt, lambda dt: category(dt) == _INT, lambda dt: dt, "integer (not bool)")
 
 
 def _public(*fns):
@@ -94,40 +90,40 @@ def _public(*fns):
     return fns
 
 
-def _unary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
+def _unary(name: str, lower, cls: DtypeClass, doc: str, inplace: bool = True):
     """A unary elementwise primitive, its in-place variant where `inplace`, and their op functions (defined here,
     not by the elementwise family's maker, so that they are this family's exports and its doctests run)."""
     prim = elementwise(name, lower, out_dtype=cls.rule(name))
-    fns = [_doc(lambda x: prim.bind(_unary_operand(cls, x)), name, doc)]
+    fns = [named(lambda x: prim.bind(unary_operand(cls, x)), name, doc)]
     if inplace:
         prim_ = inplace_variant(prim)
 
         def op_(x):
-            _check_unary_inplace(prim_, cls, x)
+            check_unary_inplace(prim_, cls, x)
             return bind_inplace(prim_, x)
-        fns.append(_doc(op_, name + "_", _inplace_doc(name)))
+        fns.append(named(op_, name + "_", inplace_docstring(name)))
     return (prim, prim_, *_public(*fns)) if inplace else (prim, *_public(*fns))
 
 
-def _binary(name: str, lower, cls: _DtypeClass, doc: str, inplace: bool = True):
+def _binary(name: str, lower, cls: DtypeClass, doc: str, inplace: bool = True):
     """A binary elementwise primitive (PyTorch's promotion of its operands), its in-place variant, their ops."""
     prim = elementwise(name, lower, out_dtype=cls.rule(name))
 
     def op(x, other):
-        x, other = _binary_operands(cls, x, other)
+        x, other = binary_operands(cls, x, other)
         if not cls.accepts(x.dtype):  # NOTE: eager dispatch skips the dtype rule: the frontend checks
             raise DTypeError(f"{name}: expected {cls.expected} operands, got {as_tensor(x).aval.str_short()} and "
                              f"{as_tensor(other).aval.str_short()}{source_info.where()}")
         return prim.bind(x, other)
 
     if not inplace:
-        return (prim, *_public(_doc(op, name, doc)))
+        return (prim, *_public(named(op, name, doc)))
     prim_ = inplace_variant(prim)
 
     def op_(x, other):
-        return _binary_inplace(prim_, cls, x, other)
+        return binary_inplace(prim_, cls, x, other)
 
-    return (prim, prim_, *_public(_doc(op, name, doc), _doc(op_, name + "_", _inplace_doc(name).replace(
+    return (prim, prim_, *_public(named(op, name, doc), named(op_, name + "_", inplace_docstring(name).replace(
         f"x.{name}_()", f"x.{name}_(aotjax.tensor([1.0, 1.0, 1.0]))"))))
 
 
@@ -137,15 +133,15 @@ def _inplace_of(fn, name: str, example_args: str = ""):
     def op_(x, *args, **kwargs):
         out = fn(x, *args, **kwargs)
         check_inplace_cast(name, out.dtype, x.dtype)
-        return _copy_into(x, out)
-    return _doc(op_, name, _inplace_doc(name[:-1]).replace(f"{name}()", f"{name}({example_args})"))
+        return copy_into(x, out)
+    return named(op_, name, inplace_docstring(name[:-1]).replace(f"{name}()", f"{name}({example_args})"))
 
 
 def _alias(fn, name: str):
     """`fn` under PyTorch's alias `name` (`arcsin` for `asin`)."""
     def alias(*args, **kwargs):
         return fn(*args, **kwargs)
-    return _doc(alias, name, f"Alias of `{fn.__name__}`.\n\n    {fn.__doc__.split('>>>', 1)[0].strip()}\n"
+    return named(alias, name, f"Alias of `{fn.__name__}`.\n\n    {fn.__doc__.split('>>>', 1)[0].strip()}\n"
                 f"\n    >>> aotjax.{name} is not None\n    True\n    ")
 
 
@@ -159,51 +155,51 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _SQRT_PI, _SQRT_2PI = math.sqrt(math.pi), math.sqrt(2 * math.pi)
 
 # -- inverse trigonometric and hyperbolic -------------------------------------------------------------------------
-asin_p, asin__p, asin, asin_ = _unary("asin", jnp.arcsin, _FLOATING, """The inverse sine, in radians (NaN outside
+asin_p, asin__p, asin, asin_ = _unary("asin", jnp.arcsin, FLOATING, """The inverse sine, in radians (NaN outside
     [-1, 1]; integers promote to float32).
 
     >>> aotjax.asin(aotjax.tensor([0.0, 1.0]))
     tensor([0.       , 1.5707964])
     """)
 defjvp(asin_p, lambda t, x: mul(t, sqrt(sub(1, square(x))).reciprocal()))
-acos_p, acos__p, acos, acos_ = _unary("acos", jnp.arccos, _FLOATING, """The inverse cosine, in radians.
+acos_p, acos__p, acos, acos_ = _unary("acos", jnp.arccos, FLOATING, """The inverse cosine, in radians.
 
     >>> aotjax.acos(aotjax.tensor([1.0]))
     tensor([0.])
     """)
 defjvp(acos_p, lambda t, x: neg(mul(t, sqrt(sub(1, square(x))).reciprocal())))
-atan_p, atan__p, atan, atan_ = _unary("atan", jnp.arctan, _FLOATING, """The inverse tangent, in radians.
+atan_p, atan__p, atan, atan_ = _unary("atan", jnp.arctan, FLOATING, """The inverse tangent, in radians.
 
     >>> aotjax.atan(aotjax.tensor([0.0]))
     tensor([0.])
     """)
 defjvp(atan_p, lambda t, x: div(t, add(square(x), 1)))
-asinh_p, asinh__p, asinh, asinh_ = _unary("asinh", jnp.arcsinh, _FLOATING, """The inverse hyperbolic sine.
+asinh_p, asinh__p, asinh, asinh_ = _unary("asinh", jnp.arcsinh, FLOATING, """The inverse hyperbolic sine.
 
     >>> aotjax.asinh(aotjax.tensor([0.0]))
     tensor([0.])
     """)
 defjvp(asinh_p, lambda t, x: div(t, sqrt(add(square(x), 1))))
-acosh_p, acosh__p, acosh, acosh_ = _unary("acosh", jnp.arccosh, _FLOATING, """The inverse hyperbolic cosine (NaN
+acosh_p, acosh__p, acosh, acosh_ = _unary("acosh", jnp.arccosh, FLOATING, """The inverse hyperbolic cosine (NaN
     below 1).
 
     >>> aotjax.acosh(aotjax.tensor([1.0]))
     tensor([0.])
     """)
 defjvp(acosh_p, lambda t, x: div(t, mul(sqrt(sub(x, 1)), sqrt(add(x, 1)))))
-atanh_p, atanh__p, atanh, atanh_ = _unary("atanh", jnp.arctanh, _FLOATING, """The inverse hyperbolic tangent
+atanh_p, atanh__p, atanh, atanh_ = _unary("atanh", jnp.arctanh, FLOATING, """The inverse hyperbolic tangent
     (+-inf at +-1, NaN outside).
 
     >>> aotjax.atanh(aotjax.tensor([0.0]))
     tensor([0.])
     """)
 defjvp(atanh_p, lambda t, x: div(t, sub(1, square(x))))
-sinh_p, sinh__p, sinh, sinh_ = _unary("sinh", jnp.sinh, _FLOATING, """The hyperbolic sine.
+sinh_p, sinh__p, sinh, sinh_ = _unary("sinh", jnp.sinh, FLOATING, """The hyperbolic sine.
 
     >>> aotjax.sinh(aotjax.tensor([0.0]))
     tensor([0.])
     """)
-cosh_p, cosh__p, cosh, cosh_ = _unary("cosh", jnp.cosh, _FLOATING, """The hyperbolic cosine.
+cosh_p, cosh__p, cosh, cosh_ = _unary("cosh", jnp.cosh, FLOATING, """The hyperbolic cosine.
 
     >>> aotjax.cosh(aotjax.tensor([0.0]))
     tensor([1.])
@@ -216,19 +212,19 @@ _ALIASES = {"arcsin": asin, "arccos": acos, "arctan": atan, "arcsinh": asinh, "a
             "arctanh_": atanh_}
 
 # -- exponentials and logarithms ------------------------------------------------------------------------------------
-log2_p, log2__p, log2, log2_ = _unary("log2", jnp.log2, _FLOATING, """The base-2 logarithm.
+log2_p, log2__p, log2, log2_ = _unary("log2", jnp.log2, FLOATING, """The base-2 logarithm.
 
     >>> aotjax.log2(aotjax.tensor([8]))
     tensor([3.])
     """)
 defjvp(log2_p, lambda t, x: div(t, mul(x, _LN2)))
-log10_p, log10__p, log10, log10_ = _unary("log10", jnp.log10, _FLOATING, """The base-10 logarithm.
+log10_p, log10__p, log10, log10_ = _unary("log10", jnp.log10, FLOATING, """The base-10 logarithm.
 
     >>> aotjax.log10(aotjax.tensor([100.0]))
     tensor([2.])
     """)
 defjvp(log10_p, lambda t, x: div(t, mul(x, _LN10)))
-exp2_p, exp2__p, exp2, exp2_ = _unary("exp2", jnp.exp2, _FLOATING, """`2 ** x` (integers promote to float32).
+exp2_p, exp2__p, exp2, exp2_ = _unary("exp2", jnp.exp2, FLOATING, """`2 ** x` (integers promote to float32).
 
     >>> aotjax.exp2(aotjax.tensor([3]))
     tensor([8.])
@@ -250,14 +246,14 @@ defjvp2(logaddexp2_p, lambda t, ans, x, y: mul(t, exp(mul(sub(x, ans), _LN2))),
         lambda t, ans, x, y: mul(t, exp(mul(sub(y, ans), _LN2))))
 
 # -- rounding and remainders ----------------------------------------------------------------------------------------
-trunc_p, trunc__p, trunc, trunc_ = _unary("trunc", _keep_integers(jnp.trunc), _ANY, """Rounds toward zero; the
+trunc_p, trunc__p, trunc, trunc_ = _unary("trunc", keep_integers(jnp.trunc), ANY_DTYPE, """Rounds toward zero; the
     identity on integer tensors.
 
     >>> aotjax.trunc(aotjax.tensor([-1.5, 1.5]))
     tensor([-1.,  1.])
     """)
 defjvp_zero(trunc_p)
-fix, fix_ = _doc(lambda x: trunc(x), "fix", trunc.__doc__), _doc(lambda x: trunc_(x), "fix_", trunc_.__doc__)
+fix, fix_ = named(lambda x: trunc(x), "fix", trunc.__doc__), named(lambda x: trunc_(x), "fix_", trunc_.__doc__)
 _public(fix, fix_)
 
 
@@ -281,7 +277,7 @@ def frac(x):
 frac_ = _inplace_of(frac, "frac_")
 _public(frac, frac_)
 
-fmod_p, fmod__p, fmod, fmod_ = _binary("fmod", jnp.fmod, _ANY, """The C remainder `x - trunc(x / other) * other`:
+fmod_p, fmod__p, fmod, fmod_ = _binary("fmod", jnp.fmod, ANY_DTYPE, """The C remainder `x - trunc(x / other) * other`:
     its sign is `x`'s (`remainder` takes the divisor's sign); integer dtypes are kept.
 
     >>> aotjax.fmod(aotjax.tensor([-3.0, 3.0]), 2)
@@ -297,7 +293,7 @@ hypot_p, hypot__p, hypot, hypot_ = _binary("hypot", jnp.hypot, _FLOAT_ONLY, """`
     tensor([5.])
     """)
 defjvp2(hypot_p, lambda t, ans, x, y: mul(t, div(x, ans)), lambda t, ans, x, y: mul(t, div(y, ans)))
-copysign_p, copysign__p, copysign, copysign_ = _binary("copysign", jnp.copysign, _FLOATING, """`|x|` with the
+copysign_p, copysign__p, copysign, copysign_ = _binary("copysign", jnp.copysign, FLOATING, """`|x|` with the
     sign of `other` (the sign bit: -0.0 counts as negative); integers promote to float32.
 
     >>> aotjax.copysign(aotjax.tensor([1.0, 2.0]), aotjax.tensor([-0.0, 3.0]))
@@ -335,7 +331,7 @@ def xlogy(x, other):
     >>> aotjax.xlogy(aotjax.tensor([0.0, 2.0]), aotjax.tensor([0.0, 1.0]))
     tensor([0., 0.])
     """
-    x, other = (as_tensor(v) for v in promote(x, other, dtype=_float_or_default(result_type(x, other))))
+    x, other = (as_tensor(v) for v in promote(x, other, dtype=float_or_default(result_type(x, other))))
     # NOTE: log(other) is replaced by log(1) where x == 0 and log(other) is not finite: the product is then 0,
     # and its derivatives as PyTorch's (d/dx = log(other) where x == 0, 0 where other <= 0)
     other = _safe(other, logical_and(eq(x, 0), logical_or(le(other, 0), eq(other, math.inf))), 1.0)
@@ -348,7 +344,7 @@ def xlog1py(x, other):
     >>> aotjax.special.xlog1py(aotjax.tensor([0.0, 2.0]), aotjax.tensor([-1.0, 0.0]))
     tensor([0., 0.])
     """
-    x, other = (as_tensor(v) for v in promote(x, other, dtype=_float_or_default(result_type(x, other))))
+    x, other = (as_tensor(v) for v in promote(x, other, dtype=float_or_default(result_type(x, other))))
     other = _safe(other, logical_and(eq(x, 0), logical_or(le(other, -1), eq(other, math.inf))), 0.0)
     return mul(x, log1p(other))
 
@@ -379,7 +375,7 @@ def float_power_(x, exponent):
     if x.dtype != dtype:
         raise DTypeError(f"float_power_: the tensor written in place has dtype {x.dtype}, but the result has "
                          f"{dtype}{source_info.where()}; use the out-of-place float_power")
-    return _copy_into(x, float_power(x, exponent))
+    return copy_into(x, float_power(x, exponent))
 
 
 _public(float_power, float_power_)
@@ -391,7 +387,7 @@ def sinc(x):
     >>> aotjax.sinc(aotjax.tensor([0.0, 0.5]))
     tensor([1.        , 0.63661975])
     """
-    x = _unary_operand(_FLOATING, x)
+    x = unary_operand(FLOATING, x)
     zero = eq(x, 0)
     px = mul(_safe(x, zero, 1.0), math.pi)
     return where(zero, 1.0, div(sin(px), px))
@@ -407,7 +403,7 @@ def deg2rad(x):
     >>> aotjax.deg2rad(aotjax.tensor([180.0]))
     tensor([3.1415927])
     """
-    return mul(_unary_operand(_FLOATING, x), math.pi / 180)
+    return mul(unary_operand(FLOATING, x), math.pi / 180)
 
 
 def rad2deg(x):
@@ -416,7 +412,7 @@ def rad2deg(x):
     >>> aotjax.rad2deg(aotjax.tensor([math.pi]))
     tensor([180.])
     """
-    return mul(_unary_operand(_FLOATING, x), 180 / math.pi)
+    return mul(unary_operand(FLOATING, x), 180 / math.pi)
 
 
 deg2rad_, rad2deg_ = _inplace_of(deg2rad, "deg2rad_"), _inplace_of(rad2deg, "rad2deg_")
@@ -429,7 +425,7 @@ def logit(x, eps=None):
     >>> aotjax.logit(aotjax.tensor([0.5, 0.0]), eps=0.25)
     tensor([ 0.       , -1.0986123])
     """
-    x = _unary_operand(_FLOATING, x)
+    x = unary_operand(FLOATING, x)
     if eps is not None:
         x = clamp(x, eps, 1 - eps)
     return log(div(x, sub(1, x)))
@@ -478,9 +474,9 @@ def clamp_max(x, max):
     return clamp(x, max=max)
 
 
-clamp_min_ = _doc(lambda x, min: clamp_(x, min=min), "clamp_min_", _inplace_doc("clamp_min").replace(
+clamp_min_ = named(lambda x, min: clamp_(x, min=min), "clamp_min_", inplace_docstring("clamp_min").replace(
     "clamp_min_()", "clamp_min_(1.0)"))
-clamp_max_ = _doc(lambda x, max: clamp_(x, max=max), "clamp_max_", _inplace_doc("clamp_max").replace(
+clamp_max_ = named(lambda x, max: clamp_(x, max=max), "clamp_max_", inplace_docstring("clamp_max").replace(
     "clamp_max_()", "clamp_max_(1.0)"))
 _public(clamp_min, clamp_max, clamp_min_, clamp_max_)
 
@@ -563,7 +559,7 @@ def isreal(x):
 
 
 signbit_p, signbit = _unary("signbit", lambda x: jnp.zeros(x.shape, bool) if x.dtype == np.bool_ else jnp.signbit(x),
-                            _PREDICATE, """Whether the sign bit is set (bool): True for negatives and -0.0.
+                            PREDICATE, """Whether the sign bit is set (bool): True for negatives and -0.0.
 
     >>> aotjax.signbit(aotjax.tensor([-0.0, 0.0, -2.0]))
     tensor([ True, False,  True])
@@ -616,7 +612,7 @@ def _right_shift_lower(x, y):
     return jnp.right_shift(x, jnp.where((y < 0) | (y >= bits), bits - 1, y))
 
 
-_SHIFT_CLASS = _DtypeClass(lambda dt: dt, lambda dt: category(dt) == _INT, lambda dt: dt, "integer (not bool)")
+_SHIFT_CLASS = DtypeClass(lambda dt: dt, lambda dt: category(dt) == _INT, lambda dt: dt, "integer (not bool)")
 bitwise_left_shift_p, bitwise_left_shift__p, bitwise_left_shift, bitwise_left_shift_ = _binary(
     "bitwise_left_shift", _left_shift_lower, _SHIFT_CLASS, """`x << other` for integer tensors (shifts of
     the bit width or more give 0).
@@ -637,21 +633,21 @@ for _f in (gcd_, lcm_, bitwise_left_shift_, bitwise_right_shift_):
     _f.__doc__ = _f.__doc__.replace("[0.5, 1.0, 2.0]", "[4, 6, 8]").replace("[1.0, 1.0, 1.0]", "[2, 2, 2]")
 
 # -- special functions ----------------------------------------------------------------------------------------------
-erfc_p, erfc__p, erfc, erfc_ = _unary("erfc", lax.erfc, _FLOATING, """`1 - erf(x)`, accurate where `erf(x)` is
+erfc_p, erfc__p, erfc, erfc_ = _unary("erfc", lax.erfc, FLOATING, """`1 - erf(x)`, accurate where `erf(x)` is
     near 1.
 
     >>> aotjax.erfc(aotjax.tensor([0.0]))
     tensor([1.])
     """)
 defjvp(erfc_p, lambda t, x: mul(t, mul(exp(neg(square(x))), -2 / _SQRT_PI)))
-erfinv_p, erfinv__p, erfinv, erfinv_ = _unary("erfinv", lax.erf_inv, _FLOATING, """The inverse of `erf`
+erfinv_p, erfinv__p, erfinv, erfinv_ = _unary("erfinv", lax.erf_inv, FLOATING, """The inverse of `erf`
     (+-inf at +-1, NaN outside [-1, 1]).
 
     >>> aotjax.erfinv(aotjax.tensor([0.0]))
     tensor([0.])
     """)
 defjvp2(erfinv_p, lambda t, ans, x: mul(t, mul(exp(square(ans)), _SQRT_PI / 2)))
-lgamma_p, lgamma__p, lgamma, lgamma_ = _unary("lgamma", lax.lgamma, _FLOATING, """`log(|gamma(x)|)`.
+lgamma_p, lgamma__p, lgamma, lgamma_ = _unary("lgamma", lax.lgamma, FLOATING, """`log(|gamma(x)|)`.
 
     >>> aotjax.lgamma(aotjax.tensor([0.5, 3.0]))
     tensor([0.5723648, 0.6931474])
@@ -663,7 +659,7 @@ def _digamma_lower(x):
     return jnp.where(x == 0, jnp.copysign(jnp.asarray(jnp.inf, x.dtype), -x), lax.digamma(x))
 
 
-digamma_p, digamma__p, digamma, digamma_ = _unary("digamma", _digamma_lower, _FLOATING, """The logarithmic
+digamma_p, digamma__p, digamma, digamma_ = _unary("digamma", _digamma_lower, FLOATING, """The logarithmic
     derivative of gamma, `psi(x)` (-inf at 0.0, +inf at -0.0, NaN at the negative integers).
 
     >>> aotjax.digamma(aotjax.tensor([1.0]))
@@ -684,7 +680,7 @@ def _polygamma_lower(x, *, n):
     return jnp.where(x == jnp.inf, jnp.asarray(0.0 if n == 1 else jnp.nan, x.dtype), out)
 
 
-polygamma_p = elementwise("polygamma", _polygamma_lower, out_dtype=_FLOATING.rule("polygamma"))
+polygamma_p = elementwise("polygamma", _polygamma_lower, out_dtype=FLOATING.rule("polygamma"))
 polygamma__p = inplace_variant(polygamma_p)
 defjvp(polygamma_p, lambda t, x, *, n: mul(t, polygamma_p.bind(x, n=n + 1)))
 defjvp(digamma_p, lambda t, x: mul(t, polygamma_p.bind(x, n=1)))
@@ -702,7 +698,7 @@ def polygamma(n, input):
     >>> aotjax.polygamma(1, aotjax.tensor([1.0]))
     tensor([1.6449349])
     """
-    return polygamma_p.bind(_unary_operand(_FLOATING, input), n=_order(n))
+    return polygamma_p.bind(unary_operand(FLOATING, input), n=_order(n))
 
 
 def _polygamma_method(input, n):
@@ -716,7 +712,7 @@ def polygamma_(input, n):
     >>> x.polygamma_(0) is x
     True
     """
-    _check_unary_inplace(polygamma__p, _FLOATING, input)
+    check_unary_inplace(polygamma__p, FLOATING, input)
     return bind_inplace(polygamma__p, input, n=_order(n))
 
 
@@ -731,7 +727,7 @@ def mvlgamma(input, p):
     >>> aotjax.mvlgamma(aotjax.tensor([2.5]), 2)
     tensor([0.8570479])
     """
-    x = _unary_operand(_FLOATING, input)
+    x = unary_operand(FLOATING, input)
     if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
         raise ValueError(f"mvlgamma: p must be a positive int, got {p!r}{source_info.where()}")
     out = lgamma(x)
@@ -743,13 +739,13 @@ def mvlgamma(input, p):
 mvlgamma_ = _inplace_of(mvlgamma, "mvlgamma_", "1")
 _public(mvlgamma, mvlgamma_)
 
-i0e_p, i0e = _unary("i0e", lax.bessel_i0e, _FLOATING, """The exponentially scaled modified Bessel function of the
+i0e_p, i0e = _unary("i0e", lax.bessel_i0e, FLOATING, """The exponentially scaled modified Bessel function of the
     first kind of order 0, `exp(-|x|) i0(x)`.
 
     >>> aotjax.special.i0e(aotjax.tensor([1.0]))
     tensor([0.46575963])
     """, inplace=False)
-i1e_p, i1e = _unary("i1e", lax.bessel_i1e, _FLOATING, """The exponentially scaled modified Bessel function of the
+i1e_p, i1e = _unary("i1e", lax.bessel_i1e, FLOATING, """The exponentially scaled modified Bessel function of the
     first kind of order 1, `exp(-|x|) i1(x)`.
 
     >>> aotjax.special.i1e(aotjax.tensor([0.0]))
@@ -773,7 +769,7 @@ def i0(x):
     >>> aotjax.i0(aotjax.tensor([1.0]))
     tensor([1.266066])
     """
-    x = _unary_operand(_FLOATING, x)
+    x = unary_operand(FLOATING, x)
     return mul(exp(abs(x)), i0e(x))
 
 
@@ -783,27 +779,27 @@ def i1(x):
     >>> aotjax.special.i1(aotjax.tensor([0.0]))
     tensor([0.])
     """
-    x = _unary_operand(_FLOATING, x)
+    x = unary_operand(FLOATING, x)
     return mul(exp(abs(x)), i1e(x))
 
 
 i0_ = _inplace_of(i0, "i0_")
 _public(i0, i0_)
 
-erfcx_p, erfcx = _unary("erfcx", jsp.erfcx, _FLOATING, """The scaled complementary error function,
+erfcx_p, erfcx = _unary("erfcx", jsp.erfcx, FLOATING, """The scaled complementary error function,
     `exp(x ** 2) erfc(x)`, accurate for large `x`.
 
     >>> aotjax.special.erfcx(aotjax.tensor([0.0]))
     tensor([1.])
     """, inplace=False)
 defjvp2(erfcx_p, lambda t, ans, x: mul(t, sub(mul(mul(x, ans), 2), 2 / _SQRT_PI)))
-ndtri_p, ndtri = _unary("ndtri", jsp.ndtri, _FLOATING, """The inverse of the standard normal CDF `ndtr`.
+ndtri_p, ndtri = _unary("ndtri", jsp.ndtri, FLOATING, """The inverse of the standard normal CDF `ndtr`.
 
     >>> aotjax.special.ndtri(aotjax.tensor([0.5]))
     tensor([0.])
     """, inplace=False)
 defjvp2(ndtri_p, lambda t, ans, x: mul(t, mul(exp(mul(square(ans), 0.5)), _SQRT_2PI)))
-log_ndtr_p, log_ndtr = _unary("log_ndtr", jsp.log_ndtr, _FLOATING, """The log of the standard normal CDF,
+log_ndtr_p, log_ndtr = _unary("log_ndtr", jsp.log_ndtr, FLOATING, """The log of the standard normal CDF,
     accurate in the far left tail.
 
     >>> aotjax.special.log_ndtr(aotjax.tensor([0.0]))
@@ -845,13 +841,13 @@ def _bessel_j(nu: int):
     return lower
 
 
-bessel_j0_p, bessel_j0 = _unary("bessel_j0", _bessel_j(0), _FLOATING, """The Bessel function of the first kind of
+bessel_j0_p, bessel_j0 = _unary("bessel_j0", _bessel_j(0), FLOATING, """The Bessel function of the first kind of
     order 0.
 
     >>> aotjax.special.bessel_j0(aotjax.tensor([0.0]))
     tensor([1.])
     """, inplace=False)
-bessel_j1_p, bessel_j1 = _unary("bessel_j1", _bessel_j(1), _FLOATING, """The Bessel function of the first kind of
+bessel_j1_p, bessel_j1 = _unary("bessel_j1", _bessel_j(1), FLOATING, """The Bessel function of the first kind of
     order 1.
 
     >>> aotjax.special.bessel_j1(aotjax.tensor([0.0]))
@@ -877,7 +873,7 @@ def _zeta_jvp_x(t, x, q):
                            f"{source_info.where()}; differentiate in q only (detach x)")
 
 
-zeta_p, zeta = _binary("zeta", _zeta_lower, _FLOATING, """The Hurwitz zeta function `sum_k (k + q) ** -x`.
+zeta_p, zeta = _binary("zeta", _zeta_lower, FLOATING, """The Hurwitz zeta function `sum_k (k + q) ** -x`.
 
     >>> aotjax.special.zeta(aotjax.tensor([2.0]), aotjax.tensor([1.0]))
     tensor([1.644934])
@@ -894,7 +890,7 @@ def ndtr(x):
     >>> aotjax.special.ndtr(aotjax.tensor([0.0]))
     tensor([0.5])
     """
-    x = _unary_operand(_FLOATING, x)
+    x = unary_operand(FLOATING, x)
     return mul(erfc(mul(x, -1 / math.sqrt(2))), 0.5)
 
 
@@ -904,7 +900,7 @@ def entr(x):
     >>> aotjax.special.entr(aotjax.tensor([0.0, 0.5, -1.0]))
     tensor([0.       , 0.3465736,      -inf])
     """
-    x = _unary_operand(_FLOATING, x)
+    x = unary_operand(FLOATING, x)
     pos = lt(0, x)
     out = neg(mul(x, log(_safe(x, pos.logical_not(), 1.0))))
     return where(pos, out, where(eq(x, 0), 0.0, where(isnan(x), x, -math.inf)))

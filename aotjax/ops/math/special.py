@@ -37,22 +37,22 @@ from aotjax.ops.base.combinators import elementwise, inplace_variant
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.base.from_jax import from_jax
 from aotjax.ops.base.promotion import _COMPLEX, category, is_float
+from aotjax.ops.math.dtype_classes import FLOATING
 from aotjax.ops.math.elementwise import (
-    _FLOATING,
-    _binary_inplace,
-    _binary_operands,
-    _doc,
-    _unary_operand,
     abs,
     add,
+    binary_inplace,
+    binary_operands,
     div,
     eq,
     logical_or,
     mul,
+    named,
     neg,
     sign,
     sin,
     sub,
+    unary_operand,
     where,
 )
 from aotjax.ops.math.functions import _bessel_j, _hankel_coefficients, _inplace_of, i0, i1, isinf
@@ -89,9 +89,9 @@ def _polynomial(name: str, lower, doc: str):
     defjvp_zero(prim)  # NOTE: as PyTorch: no derivative in `input` (nor in the integer degree `n`)
 
     def op(input, n):
-        return prim.bind(*_binary_operands(_FLOATING, input, n))
+        return prim.bind(*binary_operands(FLOATING, input, n))
     __all__.append(name)
-    return prim, _doc(op, name, doc)
+    return prim, named(op, name, doc)
 
 
 def _chebyshev_step(k, x, previous, current):
@@ -246,9 +246,9 @@ def _unary_special(name: str, lower, doc: str):
     prim = elementwise(name, lower)
 
     def op(input):
-        return prim.bind(_unary_operand(_FLOATING, input))
+        return prim.bind(unary_operand(FLOATING, input))
     __all__.append(name)
-    return prim, _doc(op, name, doc)
+    return prim, named(op, name, doc)
 
 
 modified_bessel_k0_p, modified_bessel_k0 = _unary_special("modified_bessel_k0", _k_lower(0, False), """The modified
@@ -328,7 +328,7 @@ def spherical_bessel_j0(input):
     >>> aotjax.special.spherical_bessel_j0(aotjax.tensor([0.0]))
     tensor([1.])
     """
-    x = _unary_operand(_FLOATING, input)
+    x = unary_operand(FLOATING, input)
     zero, infinite = eq(x, 0), isinf(x)
     safe = where(logical_or(zero, infinite), 1.0, x)
     return where(zero, 1.0, where(infinite, 0.0, div(sin(safe), safe)))  # NOTE: 0 at +-inf, as PyTorch
@@ -422,18 +422,18 @@ SPECIAL = {"gammainc": "igamma", "gammaincc": "igammac"}
 
 
 def _make(name: str, lower, doc: str):
-    prim = elementwise(name, lower, out_dtype=_FLOATING.rule(name))
+    prim = elementwise(name, lower, out_dtype=FLOATING.rule(name))
     prim_ = inplace_variant(prim)
 
     def op(input, other):
-        x, y = _binary_operands(_FLOATING, input, other)
-        if not _FLOATING.accepts(x.dtype):
+        x, y = binary_operands(FLOATING, input, other)
+        if not FLOATING.accepts(x.dtype):
             raise DTypeError(f"{name}: expected floating-point operands, got {as_tensor(input).aval.str_short()} "
                              f"and {as_tensor(other).aval.str_short()}{source_info.where()}")
         return prim.bind(x, y)
 
     def op_(input, other):
-        return _binary_inplace(prim_, _FLOATING, input, other)
+        return binary_inplace(prim_, FLOATING, input, other)
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = doc
