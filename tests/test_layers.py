@@ -248,5 +248,3 @@ def test_ops_has_subject_folders_and_no_grab_bags():
     grab_bags = [str(p.relative_to(ROOT)) for p in ops.rglob("*.py")
                  if re.match(r"(extra|misc|more)_", p.stem) or re.search(r"\(more\)", p.read_text().split("\n")[0])]
     assert grab_bags == []
-    for p in ops.rglob("*.py"):  # NOTE: every module is on a floor
-        floor(module_name(p))

@@ -102,7 +102,7 @@ def locate(name: str) -> list[Location]:
 def _binding_line(path: Path, name: str) -> int | None:
     """The line of the module statement at `path` that binds `name` (`exp_p, exp__p, exp, exp_ = _unary(...)`), if
     one does."""
-    for node in ast.parse(path.read_text()).body:
+    for node in _statements(path):
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
             return min([node.lineno] + [d.lineno for d in node.decorator_list])
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
@@ -110,6 +110,12 @@ def _binding_line(path: Path, name: str) -> int | None:
         if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
             return node.lineno
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _statements(path: Path) -> list:
+    """The top-level statements of the module at `path` (parsed once per run)."""
+    return ast.parse(path.read_text()).body
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -22,8 +22,6 @@ from aotjax.ops.base.promotion import _COMPLEX, category
 
 __all__ = ["convert", "convert_element_type_p"]
 
-__all__ = ["convert", "convert_element_type_p"]
-
 
 # -- casts -------------------------------------------------------------------------------------
 def _real_part_if_real(x, new_dtype):

@@ -21,8 +21,6 @@ from aotjax.tensor import Tensor, method
 
 __all__ = ["as_tensor", "tensor", "promote"]
 
-__all__ = ["promote", "as_tensor", "tensor"]
-
 
 # -- frontend helpers ------------------------------------------------------------------------------
 def _dtype(op: str, dtype, default=None) -> np.dtype:

@@ -18,7 +18,7 @@ from aotjax.ops.base.promotion import (
     default_int_dtype,
 )
 
-_BOOL_DTYPE = np.dtype(np.bool_)
+BOOL_DTYPE = np.dtype(np.bool_)
 
 
 # Each op has a dtype class: how the frontend promotes its operands (`operand`) and what its
@@ -69,14 +69,14 @@ def _any(dt):
 FLOATING = DtypeClass(float_or_default, lambda dt: category(dt) >= _FLOAT, lambda dt: dt, "floating-point")
 NUMERIC = DtypeClass(lambda dt: dt, lambda dt: category(dt) > _BOOL, lambda dt: dt, "numeric (non-bool)")
 ANY_DTYPE = DtypeClass(lambda dt: dt, _any, lambda dt: dt, "any")
-PREDICATE = DtypeClass(lambda dt: dt, _any, lambda dt: _BOOL_DTYPE, "any")
-ORDERED = DtypeClass(lambda dt: dt, lambda dt: category(dt) != _COMPLEX, lambda dt: _BOOL_DTYPE,
+PREDICATE = DtypeClass(lambda dt: dt, _any, lambda dt: BOOL_DTYPE, "any")
+ORDERED = DtypeClass(lambda dt: dt, lambda dt: category(dt) != _COMPLEX, lambda dt: BOOL_DTYPE,
                        "real (complex numbers are not ordered)")
 REAL = DtypeClass(lambda dt: dt, lambda dt: category(dt) != _COMPLEX, lambda dt: dt, "real (not complex)")
 ABS = DtypeClass(lambda dt: dt, _any, lambda dt: np.dtype(np.finfo(dt).dtype) if category(dt) == _COMPLEX else dt,
                    "any")
 INTEGRAL = DtypeClass(lambda dt: dt, lambda dt: category(dt) <= _INT, lambda dt: dt, "integer or bool")
-SQUARE = DtypeClass(lambda dt: default_int_dtype() if dt == _BOOL_DTYPE else dt, lambda dt: category(dt) > _BOOL,
+SQUARE = DtypeClass(lambda dt: default_int_dtype() if dt == BOOL_DTYPE else dt, lambda dt: category(dt) > _BOOL,
                       lambda dt: dt, "numeric (non-bool)")
 
 

@@ -53,6 +53,7 @@ from aotjax.ops.creation.factories import device_put
 from aotjax.ops.math.dtype_classes import (
     ABS,
     ANY_DTYPE,
+    BOOL_DTYPE,
     FLOATING,
     INTEGRAL,
     NUMERIC,
@@ -73,7 +74,6 @@ __all__ = [
     "clamp_", "clip_", "lerp", "lerp_", "gelu", "gelu_", "round", "round_"
 ]  # NOTE: the unary and binary families add their op functions as they define them (`_public`)
 
-_BOOL_DTYPE = np.dtype(np.bool_)
 
 
 def to(x, *args, dtype=None, device=None, non_blocking: bool = False, copy: bool = False, memory_format=None):
@@ -976,7 +976,7 @@ def floor_divide_(x, y):
 
 # -- selection ---------------------------------------------------------------------------------
 def _where_dtype(cond, x, y):
-    if cond.dtype != _BOOL_DTYPE:
+    if cond.dtype != BOOL_DTYPE:
         raise DTypeError(f"where: the condition must be bool, got {cond.str_short()}")
     return same_dtype("where", x, y)
 
@@ -997,7 +997,7 @@ def where(condition, x, y):
     tensor([1. , 0.5])
     """
     condition = as_tensor(condition)
-    if condition.dtype != _BOOL_DTYPE:
+    if condition.dtype != BOOL_DTYPE:
         raise DTypeError(f"where: the condition must be a bool tensor, got {condition.aval.str_short()}"
                          f"{source_info.where()}; compare it first (`cond != 0`)")
     return where_p.bind(condition, *promote(x, y))

@@ -13,7 +13,7 @@ from aotjax.ops.base.data import as_tensor
 from aotjax.ops.base.frontend import canonical_dim, to_dtype
 from aotjax.ops.base.promotion import is_float
 from aotjax.ops.math.elementwise import where as select
-from aotjax.ops.random.generator import default_generator
+from aotjax.ops.random.generator import draw_key
 from aotjax.ops.random.keys import uniform
 from aotjax.tensor import method
 
@@ -262,7 +262,7 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
     x = _float("rrelu", input)
     if not training:
         return _out(x, select(x > 0, x, x * ((lower + upper) / 2)), inplace)
-    key = (generator or default_generator).next_key("rrelu")
+    key = draw_key("rrelu", generator)
     slope = uniform(key, tuple(x.shape), x.dtype, lower, upper)
     return _out(x, select(x > 0, x, x * slope), inplace)
 

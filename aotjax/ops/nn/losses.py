@@ -54,9 +54,7 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     """
     _check_reduction("nll_loss", reduction)
     input, target = as_tensor(input), as_tensor(target)
-    if category(target.dtype) != 1:
-        raise DTypeError(f"nll_loss: target must hold class indices (an integer tensor), got "
-                         f"{target.aval.str_short()}{where()}")
+    _class_indices("nll_loss", target)
     if input.ndim == 0:
         raise ShapeError(f"nll_loss: input must have a class dimension, got a 0-d tensor{where()}")
     if input.ndim == 1:  # unbatched: one sample
@@ -413,8 +411,15 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     return _reduce((z * others).sum(1) / n_classes, reduction)
 
 
-# -- losses ----------------------------------------------------------------------------------------
+# -- cross_entropy, mse_loss -----------------------------------------------------------------------
 _REDUCTIONS = ("mean", "sum", "none")
+
+
+def _class_indices(op: str, target) -> None:
+    """A DTypeError naming `op` unless `target` holds class indices (an integer tensor)."""
+    if category(target.dtype) != 1:
+        raise DTypeError(f"{op}: target must hold class indices (an integer tensor), got "
+                         f"{target.aval.str_short()}{where()}")
 
 
 def _check_reduction(op: str, reduction: str) -> None:
@@ -630,7 +635,7 @@ def _shift(alpha, k, neg_inf):
     return cat([neg_inf.expand(alpha.shape[0], k), alpha[:, :-k]], 1)
 
 
-# -- distances -------------------------------------------------------------------------------------------------------
+# -- pdist -----------------------------------------------------------------------------------------------------------
 def pdist(input, p: float = 2.0):
     """The `p`-norm distance between each pair of rows of the `[N, M]` `input`: the `N * (N - 1) / 2` entries
     above the diagonal of `cdist(input, input)`, row by row, as `torch.nn.functional.pdist`.
@@ -666,7 +671,7 @@ def pdist(input, p: float = 2.0):
     return select(nonzero, safe.sqrt() if p == 2 else (safe.log() / p).exp(), 0.0)
 
 
-# -- losses ----------------------------------------------------------------------------------------------------------
+# -- margin losses: with a distance function, multilabel -------------------------------------------------------------
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
                                       swap: bool = False, reduction: str = "mean"):
     """`max(0, margin + d(anchor, positive) - d(anchor, negative))` for any distance `d` (by default
@@ -702,9 +707,7 @@ def multilabel_margin_loss(input, target, reduction: str = "mean"):
     """
     _check_reduction("multilabel_margin_loss", reduction)
     x, y = as_tensor(input), as_tensor(target)
-    if category(y.dtype) != 1:
-        raise DTypeError(f"multilabel_margin_loss: target must hold class indices (an integer tensor), got "
-                         f"{y.aval.str_short()}{where()}")
+    _class_indices("multilabel_margin_loss", y)
     if x.ndim > 2 or tuple(x.shape) != tuple(y.shape):
         raise ShapeError(f"multilabel_margin_loss: expected input [C] or [N, C] and a target of the same shape, "
                          f"got {list(x.shape)} and {list(y.shape)}{where()}")

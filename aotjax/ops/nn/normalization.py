@@ -20,7 +20,7 @@ from aotjax.ops.indexing.subscripts import check_index
 from aotjax.ops.math.elementwise import where as select
 from aotjax.ops.nn.activations import _float_input
 from aotjax.ops.nn.sparse import embedding
-from aotjax.ops.random.generator import default_generator
+from aotjax.ops.random.generator import draw_key
 from aotjax.ops.random.keys import bernoulli
 from aotjax.ops.reduce.sorting import searchsorted
 from aotjax.ops.shape.copies import cat
@@ -183,13 +183,7 @@ def one_hot(tensor, num_classes: int = -1):
     return (t.unsqueeze(-1) == classes).to(default_int_dtype())
 
 
-# -- dropout ---------------------------------------------------------------------------------------
-def _draw_key(op: str, key, generator):
-    if key is not None:
-        return key
-    return (generator or default_generator).next_key(op)
-
-
+# -- channel-wise and alpha dropout ----------------------------------------------------------------
 def _feature_dropout(op: str, x, p: float, training: bool, inplace: bool, spatial: int | None, alpha: bool,
                      key, generator):
     if not 0.0 <= p <= 1.0:
@@ -205,7 +199,7 @@ def _feature_dropout(op: str, x, p: float, training: bool, inplace: bool, spatia
                              f"shape {list(x.shape)}{where()}")
         lead = x.ndim - spatial
         mask_shape = tuple(x.shape[:lead]) + (1,) * spatial
-    k = _draw_key(op, key, generator)
+    k = draw_key(op, generator, key)
     if p == 1.0:
         keep = zeros(*mask_shape, dtype=x.dtype)
     else:
@@ -461,8 +455,7 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False,
     if not training or p == 0.0:
         return input
     input = as_tensor(input)
-    if key is None:
-        key = (generator or default_generator).next_key("dropout")
+    key = draw_key("dropout", generator, key)
     if p == 1.0:
         out = input * 0
     else:

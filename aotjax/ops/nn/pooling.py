@@ -392,10 +392,6 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return out[..., padding[0]:padding[0] + sizes[0], padding[1]:padding[1] + sizes[1]]
 
 
-def _per_dim(v, n):
-    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
-
-
 def _max_unpool(nd: int, input, indices, kernel_size, stride, padding, output_size):
     op = f"max_unpool{nd}d"
     x, idx = as_tensor(input), as_tensor(indices)
@@ -406,9 +402,9 @@ def _max_unpool(nd: int, input, indices, kernel_size, stride, padding, output_si
                          f"{where()}")
     if category(idx.dtype) != 1:
         raise DTypeError(f"{op}: indices must be an integer tensor, got {idx.aval.str_short()}{where()}")
-    k = _per_dim(kernel_size, nd)
-    s = _per_dim(stride if stride is not None else kernel_size, nd)
-    p = _per_dim(padding, nd)
+    k = _tuple(op, "kernel_size", kernel_size, nd)
+    s = _tuple(op, "stride", stride if stride is not None else kernel_size, nd)
+    p = _tuple(op, "padding", padding, nd)
     spatial = tuple(x.shape[-nd:])
     if output_size is None:
         out = tuple((i - 1) * st - 2 * pd + kk for i, st, pd, kk in zip(spatial, s, p, k))

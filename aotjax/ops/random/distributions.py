@@ -32,7 +32,7 @@ from aotjax.ops.base.frontend import to_dtype
 from aotjax.ops.base.promotion import default_float_dtype, default_int_dtype, is_float, result_type
 from aotjax.ops.creation.factories import _size
 from aotjax.ops.random import keys as random
-from aotjax.ops.random.generator import Generator, _key
+from aotjax.ops.random.generator import Generator, draw_key
 from aotjax.ops.reduce.sorting import searchsorted
 from aotjax.tensor import Tensor, method
 
@@ -41,7 +41,7 @@ __all__ = ["normal", "poisson", "multinomial", "randperm", "randint_like"]
 
 def _uniform(op: str, generator, shape, dtype=None, low=0.0, high=1.0) -> Tensor:
     dt = dtype if dtype is not None and is_float(dtype) else default_float_dtype()
-    return random.uniform(_key(op, generator), tuple(shape), dt, low, high)
+    return random.uniform(draw_key(op, generator), tuple(shape), dt, low, high)
 
 
 def _float_tensor_dtype(op: str, t: Tensor) -> np.dtype:
@@ -72,7 +72,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator: Generator | None = None, 
         dt = default_float_dtype() if dtype is None else to_dtype(dtype, "normal")
         if not is_float(dt):
             raise DTypeError(f"normal: dtype must be a floating-point dtype, got {dt.name}{where()}")
-        draw = random.normal(_key("normal", generator), _size("normal", (size,)), dt)
+        draw = random.normal(draw_key("normal", generator), _size("normal", (size,)), dt)
         return draw * std + mean
     if size is not None:
         raise TypeError(f"normal: size is given by the tensor mean or std; pass size only with number mean and std"
@@ -83,7 +83,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator: Generator | None = None, 
     mean = mean.detach() if isinstance(mean, Tensor) else mean
     std = std.detach() if isinstance(std, Tensor) else std
     shape = jnp.broadcast_shapes(*(tuple(t.shape) for t in tensors))
-    return random.normal(_key("normal", generator), shape, dt) * std + mean
+    return random.normal(draw_key("normal", generator), shape, dt) * std + mean
 
 
 # -- poisson ---------------------------------------------------------------------------------------
@@ -117,7 +117,7 @@ def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
     """
     input = as_tensor(input)
     _float_tensor_dtype("poisson", input)
-    return random_poisson_p.bind(_key("poisson", generator), input.detach())
+    return random_poisson_p.bind(draw_key("poisson", generator), input.detach())
 
 
 # -- multinomial -----------------------------------------------------------------------------------
@@ -168,7 +168,7 @@ def randperm(n: int, *, generator: Generator | None = None, dtype=None) -> Tenso
     """
     (n,) = _size("randperm", (n,))
     dt = default_int_dtype() if dtype is None else to_dtype(dtype, "randperm")
-    bits = random.randint(_key("randperm", generator), (n,), -2 ** 31, 2 ** 31 - 1, np.int32)
+    bits = random.randint(draw_key("randperm", generator), (n,), -2 ** 31, 2 ** 31 - 1, np.int32)
     return convert(bits.argsort(), dt)
 
 
@@ -176,7 +176,7 @@ def _randint_into(op: str, generator, shape, low: int, high_incl: int, dtype: np
     """Integers uniform in `[low, high_incl]` of `dtype` (int, float or bool), drawn in the default int dtype when
     it holds them, else in `dtype`; for the whole range of a dtype as wide as the default int, its largest value
     is left out (jax's `randint` takes an exclusive bound of the dtype)."""
-    k = _key(op, generator)
+    k = draw_key(op, generator)
     candidates = [np.dtype(default_int_dtype())] + ([dtype] if dtype.kind in "iu" else [])
     for sample_dt in candidates:
         info = np.iinfo(sample_dt)
@@ -255,7 +255,7 @@ def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *, generator:
     True
     """
     _float_tensor_dtype("log_normal_", self)
-    draw = random.normal(_key("log_normal_", generator), tuple(self.shape), self.dtype)
+    draw = random.normal(draw_key("log_normal_", generator), tuple(self.shape), self.dtype)
     return self.copy_((draw * std + mean).exp())
 
 

@@ -120,8 +120,10 @@ def _size(size: tuple) -> tuple[int, ...]:
     return tuple(int(s) for s in size)
 
 
-def _key(op: str, generator: Generator | None) -> Tensor:
-    return (generator or default_generator).next_key(op)
+def draw_key(op: str, generator: Generator | None = None, key: Tensor | None = None) -> Tensor:
+    """The key a draw of `op` uses: `key` if given (`aotjax.random`), else the next key of `generator` (default: the
+    default generator, whose state the draw advances)."""
+    return key if key is not None else (generator or default_generator).next_key(op)
 
 
 def _float(dtype) -> np.dtype:
@@ -130,12 +132,12 @@ def _float(dtype) -> np.dtype:
 
 def rand(*size, generator: Generator | None = None, dtype=None) -> Tensor:
     """Uniform samples in [0, 1) of shape `size` (`torch.rand`)."""
-    return random.uniform(_key("rand", generator), _size(size), _float(dtype))
+    return random.uniform(draw_key("rand", generator), _size(size), _float(dtype))
 
 
 def randn(*size, generator: Generator | None = None, dtype=None) -> Tensor:
     """Standard normal samples of shape `size` (`torch.randn`)."""
-    return random.normal(_key("randn", generator), _size(size), _float(dtype))
+    return random.normal(draw_key("randn", generator), _size(size), _float(dtype))
 
 
 def randint(low: int, high: int | None = None, size=None, *, generator: Generator | None = None,
@@ -146,7 +148,7 @@ def randint(low: int, high: int | None = None, size=None, *, generator: Generato
         low, high, size = 0, low, high
     if size is None:
         raise TypeError(f"randint: a size is required: randint(low, high, size) or randint(high, size){where()}")
-    return random.randint(_key("randint", generator), _size((size,)), low, high,
+    return random.randint(draw_key("randint", generator), _size((size,)), low, high,
                           default_int_dtype() if dtype is None else dtype)
 
 
@@ -161,23 +163,23 @@ def randn_like(input: Tensor, *, generator: Generator | None = None, dtype=None)
 def bernoulli(input: Tensor, p=None, *, generator: Generator | None = None) -> Tensor:
     """0s and 1s of `input`'s dtype and shape, each 1 with the probability `input` holds there (or `p`)."""
     prob = input if p is None else p
-    draw = random.bernoulli(_key("bernoulli", generator), prob, tuple(input.shape))
+    draw = random.bernoulli(draw_key("bernoulli", generator), prob, tuple(input.shape))
     return draw.to(input.dtype)
 
 
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Generator | None = None) -> Tensor:
     """Fill `self` in place with uniform samples in [a, b)."""
-    return self.copy_(random.uniform(_key("uniform_", generator), tuple(self.shape), self.dtype, a, b))
+    return self.copy_(random.uniform(draw_key("uniform_", generator), tuple(self.shape), self.dtype, a, b))
 
 
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Generator | None = None) -> Tensor:
     """Fill `self` in place with normal samples of `mean` and `std`."""
-    return self.copy_(random.normal(_key("normal_", generator), tuple(self.shape), self.dtype) * std + mean)
+    return self.copy_(random.normal(draw_key("normal_", generator), tuple(self.shape), self.dtype) * std + mean)
 
 
 def bernoulli_(self: Tensor, p=0.5, *, generator: Generator | None = None) -> Tensor:
     """Fill `self` in place with 0s and 1s, each 1 with probability `p`."""
-    return self.copy_(random.bernoulli(_key("bernoulli_", generator), p, tuple(self.shape)).to(self.dtype))
+    return self.copy_(random.bernoulli(draw_key("bernoulli_", generator), p, tuple(self.shape)).to(self.dtype))
 
 
 method(uniform_)

@@ -496,7 +496,7 @@ def histogram(input, bins, *, range=None, weight=None, density: bool = False) ->
     return HistogramResult(hist, edges)
 
 
-# -- reductions and shapes ------------------------------------------------------------------------------------------
+# -- renorm ---------------------------------------------------------------------------------------------------------
 def renorm(x, p, dim: int, maxnorm):
     """`x` with each slice along `dim` whose `p`-norm exceeds `maxnorm` scaled down to norm `maxnorm`.
 
