@@ -11,6 +11,8 @@ import jax as _jax  # noqa: F401  (first, its import as usual: see below)
 _collecting = _gc.isenabled()
 _gc.disable()
 try:
+    import aotjax.autograd as autograd  # noqa: F401
+    import aotjax.autograd.tensor_methods  # noqa: F401  (Tensor's autograd attributes)
     import aotjax.fft as fft  # noqa: F401  (the public torch.fft namespace, not the aotjax.ops.fft.fourier family)
     import aotjax.func as func  # noqa: F401
     import aotjax.linalg as linalg  # noqa: F401  (the public torch.linalg namespace, not the aotjax.ops.linalg.matmul family)
@@ -25,45 +27,46 @@ try:
     from aotjax.core.checks import config  # noqa: F401
     from aotjax.dtypes import *  # noqa: F401,F403
     from aotjax.lax import cond, fori_loop, scan, switch, while_loop  # noqa: F401,E402
-    from aotjax.lowering import compile, to_jax  # noqa: F401
+    from aotjax.lowering import to_jax  # noqa: F401
     from aotjax.ops import *  # noqa: F401,F403
     from aotjax.ops.random import keys as random  # noqa: F401
     from aotjax.ops.unsupported import module_getattr as __getattr__  # noqa: F401  (clear errors for torch ops left out)
     from aotjax.tensor import Tensor
+    from aotjax.torch_compile import compile  # noqa: F401,E402  (torch.compile; a jaxpr: aotjax.lowering.compile)
     from aotjax.transforms import (  # noqa: F401
-                                   aot,
-                                   aot_function,
-                                   aot_module,
-                                   checkpoint,
-                                   checkpoint_name,
-                                   checkpoint_policies,
-                                   custom_jvp,
-                                   custom_vjp,
-                                   deserialize,
-                                   enable_grad,
-                                   export,
-                                   forward_backward,
-                                   functionalize,
-                                   grad,
-                                   hessian,
-                                   inference_mode,
-                                   is_grad_enabled,
-                                   jacfwd,
-                                   jacrev,
-                                   jit,
-                                   jvp,
-                                   linearize,
-                                   make_jaxpr,
-                                   no_grad,
-                                   print_saved_residuals,
-                                   remat,
-                                   saved_residuals,
-                                   set_grad_enabled,
-                                   stop_gradient,
-                                   value_and_grad,
-                                   vjp,
-                                   vmap,
-                                   xla_compiler,
+        aot,
+        aot_function,
+        aot_module,
+        checkpoint,
+        checkpoint_name,
+        checkpoint_policies,
+        custom_jvp,
+        custom_vjp,
+        deserialize,
+        enable_grad,
+        export,
+        forward_backward,
+        functionalize,
+        grad,
+        hessian,
+        inference_mode,
+        is_grad_enabled,
+        jacfwd,
+        jacrev,
+        jit,
+        jvp,
+        linearize,
+        make_jaxpr,
+        no_grad,
+        print_saved_residuals,
+        remat,
+        saved_residuals,
+        set_grad_enabled,
+        stop_gradient,
+        value_and_grad,
+        vjp,
+        vmap,
+        xla_compiler,
     )
     from aotjax.transforms.shard_map import shard_map  # noqa: F401,E402  (after `from aotjax.ops import *`: not the module)
 finally:

@@ -35,12 +35,14 @@ class Storage:
     `owned` is False when the array came from the user without a copy, so that aotjax never
     donates (deletes) a buffer the user still holds."""
 
-    __slots__ = ("base", "version", "owned", "__weakref__")
+    __slots__ = ("base", "version", "owned", "grad_node", "grad_index", "__weakref__")
 
     def __init__(self, base, owned: bool = True):
         self.base = base
         self.version = 0
         self.owned = owned
+        self.grad_node = None  # imperative autograd: the recorded node whose output `grad_index` the base is
+        self.grad_index = 0
 
 
 class Tensor:
@@ -55,7 +57,10 @@ class Tensor:
             [30.,  4.]])
     """
 
-    __slots__ = ("_storage", "_chain", "_aval", "_strides", "_offset", "_cache", "__weakref__")
+    # NOTE: `_ag` is the tensor's imperative autograd state (`aotjax.autograd.graph`): None when it does not require
+    # grad. A plain eager tensor that requires grad is of the subclass `RecordingTensor`, so that `type(x) is Tensor`
+    # (the ops' eager fast paths) means "records nothing".
+    __slots__ = ("_storage", "_chain", "_aval", "_strides", "_offset", "_cache", "_ag", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, data, dtype=None):
@@ -73,6 +78,7 @@ class Tensor:
         self._strides = strides
         self._offset = offset
         self._cache = None
+        self._ag = None
         call_epoch[0] += 1
 
     @staticmethod
@@ -82,15 +88,21 @@ class Tensor:
         # staticmethod: the fast paths call it as a plain function (`_wrap = Tensor._wrap`), about 40 ns less than a
         # classmethod's bound call.
         storage = object.__new__(Storage)
-        storage.base, storage.version, storage.owned = array, 0, owned
+        storage.base, storage.version, storage.owned, storage.grad_node = array, 0, owned, None
         t = object.__new__(Tensor)
-        t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
+        t._storage, t._chain, t._aval, t._strides, t._offset, t._cache, t._ag = storage, (), None, None, 0, None, None
         return t
 
     @classmethod
     def _view_of(cls, x: "Tensor", step, aval: ShapedArray, strides: tuple | None, offset: int) -> "Tensor":
-        """A view of eager tensor `x` through one more view step, with its PyTorch layout."""
-        t = object.__new__(Tensor)
+        """A view of eager tensor `x` through one more view step, with its PyTorch layout (a view of a tensor that
+        requires grad requires grad, unless the step detaches or grad is disabled: `view_records`)."""
+        if x._ag is not None and view_records[0](step):
+            t = object.__new__(recording_tensor[0])
+            t._ag = view_records[1]
+        else:
+            t = object.__new__(Tensor)
+            t._ag = None
         t._storage = x._storage  # NOTE: inline, as in `_wrap`: this runs once per eager view op
         t._chain = x._chain + (step,)
         t._aval = aval
@@ -277,10 +289,11 @@ class Tensor:
     def __repr__(self) -> str:
         body = np.array2string(self.numpy(), separator=", ", prefix="tensor(",
                                formatter=None).replace("\n", "\n")
+        extra = "" if self._ag is None else autograd_repr[0](self)  # NOTE: `, grad_fn=<MulBackward0>` as torch
         if self.dtype in (np.dtype("float32"), np.dtype("bool"), np.dtype("complex64")) or (
                 self.dtype == default_int_dtype() and self.numel() > 0):
-            return f"tensor({body})"
-        return f"tensor({body}, dtype={self.dtype.name})"
+            return f"tensor({body}{extra})"
+        return f"tensor({body}, dtype={self.dtype.name}{extra})"
 
     def __format__(self, spec: str) -> str:
         if self.ndim == 0 and spec:
@@ -289,6 +302,13 @@ class Tensor:
 
     def __pos__(self):
         return self
+
+
+# NOTE: set by `aotjax.autograd.graph`, which sits above this module: [whether a view step of a tensor that requires
+# grad makes a tensor that requires grad, the `_ag` of such a view]; [the class of plain tensors that require grad].
+view_records: list = [lambda step: False, None]
+recording_tensor: list = [Tensor]
+autograd_repr: list = [lambda t: ""]  # the end of the repr of a tensor that requires grad
 
 
 def is_eager(x) -> bool:

@@ -19,6 +19,7 @@ SCRIPTS = [
     ("sort_ops.py", ["--quick", "--number", "2", "--repeat", "2"]),
     ("ops.py", ["--quick", "--number", "2", "--repeat", "2"]),
     ("table.py", ["--quick", "--skip", "transformer"]),
+    ("imperative_step.py", ["--quick", "--number", "2", "--repeat", "2"]),
     ("devices.py", ["--quick", "--number", "2", "--repeat", "2", "--devices", "2"]),
 ]
 

@@ -26,6 +26,8 @@ LAYERS = {
     "aotjax.core": 0,
     "aotjax.dtypes": 0,
     "aotjax.tensor": 1,
+    "aotjax.autograd": 1,  # the package's `__init__` only (its names load lazily)
+    "aotjax.autograd.graph": 1,  # the recording of imperative autograd: eager evaluation records
     "aotjax.interpreters": 2,
     "aotjax.ops": 3,
     "aotjax.lowering": 4,
@@ -34,6 +36,10 @@ LAYERS = {
     "aotjax.partition": 4,
     "aotjax.nn": 5,
     "aotjax.optim": 5,
+    "aotjax.autograd.engine": 5,
+    "aotjax.autograd.tensor_methods": 5,
+    "aotjax.autograd.function": 5,
+    "aotjax.autograd.functional": 5,
     "aotjax.func": 5,
     "aotjax.cli": 5,
     "aotjax.__main__": 5,

@@ -393,11 +393,15 @@ def test_parameter_shares_storage_ops_return_plain_tensors():
     data = aotjax.ones(2, 2)
     p = nn.Parameter(data)
     assert isinstance(p, aotjax.Tensor) and p.requires_grad
-    assert type(p * 2) is aotjax.Tensor and type(p[0]) is aotjax.Tensor and type(p.detach()) is aotjax.Tensor
-    assert p.mul_(3) is p and data.tolist() == [[3.0, 3.0]] * 2  # in place, through the shared storage
+    assert all(not isinstance(t, nn.Parameter) for t in (p * 2, p[0], p.detach()))
+    assert (p * 2).requires_grad and p[0].requires_grad and not p.detach().requires_grad and not data.requires_grad
+    with aotjax.no_grad():  # NOTE: a parameter is a leaf that requires grad: written in place under no_grad
+        assert p.mul_(3) is p and data.tolist() == [[3.0, 3.0]] * 2  # in place, through the shared storage
     data[0, 0] = 5.0
     assert p[0, 0].item() == 5.0
-    assert repr(nn.Parameter(aotjax.tensor([1.0, 2.0]))) == "Parameter containing:\ntensor([1., 2.])"
+    expected = "Parameter containing:\ntensor([1., 2.], requires_grad=True)"
+    assert repr(nn.Parameter(aotjax.tensor([1.0, 2.0]))) == expected
+    assert repr(nn.Parameter(aotjax.tensor([1.0]), requires_grad=False)) == "Parameter containing:\ntensor([1.])"
     assert nn.Parameter().shape == (0,) and not nn.Parameter(data, requires_grad=False).requires_grad
     with pytest.raises(TypeError, match="cannot wrap a traced tensor"):
         aotjax.jit(lambda x: nn.Parameter(x))(aotjax.ones(1))
@@ -476,8 +480,9 @@ def test_dropout_module_draws_from_the_generator():
 def test_jitted_step_updates_parameters_in_place_as_eagerly():
     def step(model, x):
         loss, grads = aotjax.value_and_grad(lambda m: m(x).pow(2).mean())(model)
-        for p, g in zip(model.parameters(), grads.parameters(), strict=True):
-            p.sub_(0.1 * g)
+        with aotjax.no_grad():  # NOTE: parameters are leaves that require grad: written under no_grad, as in torch
+            for p, g in zip(model.parameters(), grads.parameters(), strict=True):
+                p.sub_(0.1 * g)
         return loss
 
     eager = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))

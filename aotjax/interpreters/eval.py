@@ -16,10 +16,11 @@ import functools
 import jax
 import numpy as np
 
+from aotjax.autograd import graph
 from aotjax.core import views
 from aotjax.core.avals import get_aval
 from aotjax.core.errors import AliasingError, AotjaxError
-from aotjax.core.interpreter import Trace, check_params, install_eval_trace
+from aotjax.core.interpreter import Trace, _state, check_params, install_eval_trace
 from aotjax.core.ir import param_key
 from aotjax.core.primitive import Kind, Primitive, abstract_eval
 from aotjax.core.source_info import where
@@ -236,8 +237,14 @@ class EvalTrace(Trace):
             if fn is None:
                 fn = executable(prim, params)
             vals = []
+            rec = False  # NOTE: whether an operand requires grad (a plain `Tensor` never does)
             for a in args:
-                vals.append(a._storage.base if type(a) is Tensor and not a._chain else operand(a))
+                if type(a) is Tensor and not a._chain and a._storage.grad_node is None:
+                    vals.append(a._storage.base)
+                else:
+                    vals.append(operand(a))
+                    if not rec and isinstance(a, Tensor) and (a._ag is not None or graph.joins_graph(a)):
+                        rec = True
             try:
                 out = fn(*vals)
             except AotjaxError:
@@ -246,8 +253,13 @@ class EvalTrace(Trace):
                 abstract_eval(prim, [get_aval(v) for v in vals], params)  # NOTE: as in `run`
                 raise
             if prim.multiple_results:
-                return [Tensor._wrap(o) for o in out]
+                outs = [Tensor._wrap(o) for o in out]
+                if rec and _state.grad_enabled:
+                    graph.record_functional(prim, params, args, vals, outs)
+                return outs
             t = _wrap(out)
+            if rec and _state.grad_enabled:
+                graph.record_functional(prim, params, args, vals, [t])
             rule = prim.layout_rule  # NOTE: elementwise results keep their operands' layout
             if rule is not None:
                 if rule not in contiguous_layout_rules:
@@ -262,6 +274,7 @@ class EvalTrace(Trace):
             vals = []
             for a in args:
                 vals.append(a._storage.base if type(a) is Tensor and not a._chain else operand(a))
+            rec = graph.check_write(prim, args)
             new_values = impl(prim, vals, params)
             mutates = prim.mutates
             if len(mutates) == 1:
@@ -269,7 +282,11 @@ class EvalTrace(Trace):
             for i, v in zip(mutates, new_values):
                 if v.shape != vals[i].shape:  # an in-place op cannot broadcast its result: let the rule say so
                     abstract_eval(prim, [get_aval(val) for val in vals], params)
+            old_bases = [args[i]._storage.base for i in mutates] if rec else None
+            for i, v in zip(mutates, new_values):
                 write(args[i], v)
+            if rec:
+                graph.record_write(prim, params, args, vals, old_bases)
             return [args[i] for i in mutates] if len(mutates) > 1 else [args[mutates[0]]]
         if params:
             check_params(prim, params)

@@ -10,11 +10,13 @@ True
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
 import numpy as np
 
+from aotjax.core.interpreter import grad_mode
 from aotjax.core.source_info import where
 from aotjax.ops.creation.factories import empty, eye
 from aotjax.ops.random.generator import Generator
@@ -219,3 +221,18 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinea
     if std is None:
         return tensor
     return tensor.normal_(0.0, std, generator=generator)
+
+
+def _without_grad(fn):
+    """`fn` run under `no_grad()`: initializing a parameter in place is not part of any graph (as torch's)."""
+    @functools.wraps(fn)
+    def init(*args, **kwargs):
+        with grad_mode(False):
+            return fn(*args, **kwargs)
+    return init
+
+
+for _name in __all__:
+    if _name.endswith("_"):
+        globals()[_name] = _without_grad(globals()[_name])
+del _name

@@ -38,7 +38,8 @@ from typing import Any, Callable, Iterator
 import jax
 import numpy as np
 
-from aotjax.core.interpreter import Tracer
+from aotjax.autograd import graph
+from aotjax.core.interpreter import Tracer, grad_mode
 from aotjax.nn.parameter import Parameter
 from aotjax.ops.base.data import tensor
 from aotjax.ops.base.frontend import to_dtype
@@ -76,6 +77,19 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
+
+
+def reset_grads(params, set_to_none: bool) -> None:
+    """Set the `.grad` of each of `params` to None, or fill it with zeros in place (`zero_grad`)."""
+    with grad_mode(False):
+        for p in params:
+            g = p.grad if p.requires_grad and graph.leaf_of(p) is not None else None
+            if g is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                g.zero_()
 
 
 class Module:
@@ -411,14 +425,15 @@ class Module:
         <All keys matched successfully>
         >>> fc.bias
         Parameter containing:
-        tensor([0.5])
+        tensor([0.5], requires_grad=True)
         """
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "items"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing: list = []
         unexpected: list = []
         errors: list = []
-        self._load(dict(state_dict), "", assign, missing, unexpected, errors)
+        with grad_mode(False):  # NOTE: loading writes parameters in place, outside any graph (as torch's)
+            self._load(dict(state_dict), "", assign, missing, unexpected, errors)
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -496,8 +511,8 @@ class Module:
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
-        """Set every parameter's `requires_grad` flag (informational: aotjax has no autograd tape; gradients
-        come from `aotjax.grad` of a function of the parameters); returns self.
+        """Set `requires_grad` of every parameter (frozen parameters get no `.grad` from `backward()`); returns
+        self.
 
         >>> all(not p.requires_grad for p in aotjax.nn.Linear(1, 1).requires_grad_(False).parameters())
         True
@@ -507,11 +522,15 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Does nothing: aotjax tensors have no `.grad` to zero. Gradients are the values `aotjax.grad` /
-        `value_and_grad` return, fresh at each call (kept for ported training loops).
+        """Reset the `.grad` of every parameter: to None (default), or to zeros in place.
 
-        >>> aotjax.nn.Linear(1, 1).zero_grad()
+        >>> m = aotjax.nn.Linear(2, 1)
+        >>> m(aotjax.ones(1, 2)).sum().backward()
+        >>> m.zero_grad()
+        >>> m.weight.grad is None
+        True
         """
+        reset_grads(self.parameters(), set_to_none)
 
     def apply(self, fn: Callable[["Module"], None]) -> "Module":
         """Call `fn` on every submodule (children first) and then on this module; returns self.

@@ -1,6 +1,7 @@
 """`Parameter`: the tensor kind a `Module` registers as a learnable weight, as `torch.nn.Parameter`."""
 from __future__ import annotations
 
+from aotjax.autograd import graph
 from aotjax.core.interpreter import Tracer
 from aotjax.core.source_info import where
 from aotjax.ops.creation.factories import empty
@@ -14,19 +15,18 @@ class Parameter(Tensor):
     the storage of `data` (no copy: writes through either are seen by both); ops on it return plain Tensors,
     in-place ops write into it.
 
-    `requires_grad` is stored (and `Module.parameters()` users may read it), but aotjax keeps no autograd tape:
-    gradients come from `aotjax.grad` / `value_and_grad` of a function of the parameters, never from
-    `.backward()` and `.grad`.
+    A parameter requires grad unless made with `requires_grad=False` (a leaf: `loss.backward()` accumulates into its
+    `.grad`); gradients also come from `aotjax.grad` / `value_and_grad` of a function of the parameters.
 
     >>> w = aotjax.nn.Parameter(aotjax.ones(2))
     >>> w
     Parameter containing:
-    tensor([1., 1.])
-    >>> type(w * 2).__name__, w.requires_grad
-    ('Tensor', True)
+    tensor([1., 1.], requires_grad=True)
+    >>> (w * 2).grad_fn.name(), w.requires_grad, w.is_leaf
+    ('MulBackward0', True, True)
     """
 
-    __slots__ = ("requires_grad",)
+    __slots__ = ()
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
@@ -39,21 +39,15 @@ class Parameter(Tensor):
                             f"Parameter is an eager tensor. Build modules outside the transformed function and "
                             f"pass them to it (a Module is a pytree), or use aotjax.func.functional_call")
         p = object.__new__(cls)
+        if requires_grad and data._chain:  # NOTE: a leaf is a whole storage (`aotjax.autograd.graph.mark_leaf`)
+            data = data.clone()
         p._init_slots(data._aval, data._strides, data._offset, storage=data._storage, chain=data._chain)
-        p.requires_grad = bool(requires_grad)
+        if requires_grad:
+            graph.mark_leaf(p)
         return p
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True):
         pass  # NOTE: everything is set by __new__; Tensor.__init__ would build a new tensor from data
-
-    def requires_grad_(self, requires_grad: bool = True) -> "Parameter":
-        """Set the stored `requires_grad` flag (informational: aotjax has no autograd tape); returns self.
-
-        >>> aotjax.nn.Parameter(aotjax.ones(1)).requires_grad_(False).requires_grad
-        False
-        """
-        self.requires_grad = bool(requires_grad)
-        return self
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()

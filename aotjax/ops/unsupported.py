@@ -69,12 +69,6 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         "XLA and jax have no half-precision complex dtype (complex32), so a tensor cannot hold one",
         "use complex64 (x.cfloat() or x.to(aotjax.complex64)); keep half precision with two float16 tensors "
         "(the real and imaginary parts) if memory matters"),
-    Unsupported(
-        "imperative autograd", (), ("backward", "grad", "requires_grad", "requires_grad_", "retain_grad",
-                                    "register_hook", "grad_fn"),
-        "there is no tape: derivatives come from transforms",
-        "use aotjax.grad / aotjax.value_and_grad / aotjax.vjp on a function of the tensors (see the README's "
-        "'Porting from PyTorch')"),
 )
 
 _FUNCTIONS = {name: u for u in UNSUPPORTED for name in u.functions}

@@ -13,6 +13,7 @@ once and compiles whole:
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -20,10 +21,12 @@ import jax
 import numpy as np
 from jax.tree_util import GetAttrKey
 
-from aotjax.core.interpreter import Tracer
+from aotjax.core.interpreter import Tracer, grad_mode, staging
+from aotjax.nn.module import reset_grads
 from aotjax.ops.base.data import tensor
 from aotjax.ops.creation.factories import zeros
 from aotjax.tensor import Tensor
+from aotjax.transforms.jit import jit
 
 __all__ = ["Optimizer", "ParamGroup"]
 
@@ -246,36 +249,59 @@ class Optimizer:
         raise NotImplementedError
 
     # -- the step -------------------------------------------------------------------------------------------
-    def step(self, grads, closure=None):
-        """Update every parameter in place from `grads`, a pytree shaped like the parameters as given: a list
-        (parameters given as an iterable of Tensors), a dict keyed by name (named parameters or a dict), a list
-        of lists (or dicts) per group; a flat sequence in parameter order always works. A `None` gradient
-        leaves its parameter and state untouched (torch's `p.grad is None`). `closure`, if given, is called
-        first and its result returned (torch's signature); otherwise returns None.
+    def step(self, grads=None, closure=None):
+        """Update every parameter in place, under `no_grad()`. Without `grads`, from each parameter's `.grad` (as
+        torch's `step()`: a parameter whose `.grad` is None is skipped). Or from `grads`, a pytree shaped like the
+        parameters as given: a list (parameters given as an iterable of Tensors), a dict keyed by name (named
+        parameters or a dict), a list of lists (or dicts) per group; a flat sequence in parameter order always
+        works; a `None` gradient leaves its parameter and state untouched. `closure`, if given (also as the only
+        argument, torch's `step(closure)`), is called first with grad enabled and its result returned; otherwise
+        returns None.
 
         >>> p = aotjax.tensor([1.0, 2.0])
         >>> opt = aotjax.optim.SGD([p], lr=0.5)
         >>> opt.step([aotjax.tensor([1.0, -1.0])])
         >>> p
         tensor([0.5, 2.5])
+        >>> w = aotjax.tensor([1.0, 2.0], requires_grad=True)
+        >>> opt = aotjax.optim.SGD([w], lr=0.5)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> w
+        tensor([0., 0.], requires_grad=True)
         """
-        loss = closure() if closure is not None else None
-        flat = self._flat_grads(grads)
-        index = 0
-        for group in self.param_groups:
-            hyper = {k: _detach(group[k]) for k in type(self).hyperparameters}
-            for p in group["params"]:
-                if flat[index] is not None:
-                    self._update(p, flat[index], self.state[index], hyper, group)
-                index += 1
+        if callable(grads) and closure is None:
+            grads, closure = None, grads
+        loss = None
+        if closure is not None:
+            with grad_mode(True):
+                loss = closure()
+        # NOTE: eagerly the update runs under `no_grad()`, as torch's (a parameter is a leaf that requires grad);
+        # under a transform the gradients are detached instead, so differentiating through a step sees its update
+        eager = not any(isinstance(p, Tracer) for p in self.state.params)
+        with grad_mode(False) if eager else contextlib.nullcontext():
+            flat = self._own_grads() if grads is None else self._flat_grads(grads)
+            if eager and grads is None and not staging():
+                _compiled_update(self, flat)  # NOTE: the `.grad` step eagerly: one compiled program, not op by op
+            else:
+                _update_all(self, flat)
         return loss
 
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        """A no-op, kept so torch training loops run unchanged: aotjax tensors have no `.grad`; gradients are
-        the argument of `step`.
+    def _own_grads(self) -> list:
+        """The parameters' `.grad` (None for one without)."""
+        return [p.grad if p._ag is not None else None for p in self.state.params]
 
-        >>> aotjax.optim.SGD([aotjax.zeros(1)]).zero_grad()
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the parameters' `.grad`: to None (default), or to zeros in place.
+
+        >>> w = aotjax.tensor([1.0], requires_grad=True)
+        >>> opt = aotjax.optim.SGD([w])
+        >>> (w * 2).sum().backward()
+        >>> opt.zero_grad()
+        >>> w.grad is None
+        True
         """
+        reset_grads(self.state.params, set_to_none)
 
     def _flat_grads(self, grads) -> list:
         name, params = type(self).__name__, self.state.params
@@ -434,6 +460,20 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines += [f"    {k}: {_show(v)}" for k, v in group.items() if k != "params"]
         return "\n".join(lines + [")"])
+
+
+def _update_all(opt: Optimizer, flat: list) -> None:
+    """Update every parameter of `opt` whose gradient in `flat` (one per parameter, in order) is not None."""
+    index = 0
+    for group in opt.param_groups:
+        hyper = {k: _detach(group[k]) for k in type(opt).hyperparameters}
+        for p in group["params"]:
+            if flat[index] is not None:
+                opt._update(p, flat[index], opt.state[index], hyper, group)
+            index += 1
+
+
+_compiled_update = jit(_update_all)  # NOTE: traced once per optimizer structure and pattern of missing gradients
 
 
 def _holds_tensors(value) -> bool:

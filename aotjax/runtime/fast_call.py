@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from aotjax.autograd import graph
 from aotjax.core import call_epoch
 from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
 from aotjax.core.checks import config
@@ -101,7 +102,7 @@ class FastCall:
 
     __slots__ = ("implicit", "unless_checks", "refs", "stamp", "layouts", "avals", "fn", "donated", "forwards",
                  "writes", "outputs", "single", "meta", "generic", "mutated_pos", "base_pos", "statics", "run",
-                 "source")
+                 "source", "recording_free")
 
     @classmethod
     def build(cls, fn: Callable, meta: BoundaryMeta, jaxpr, donated: tuple, mutated_pos: list, base_pos: list,
@@ -121,6 +122,8 @@ class FastCall:
             return None
         self = cls()
         self.implicit, self.unless_checks = implicit, unless_checks
+        # NOTE: whether no tensor of the call required grad: then one that does later misses (its call is recorded)
+        self.recording_free = not any(x._ag is not None for x in sig.tensors)
         # NOTE: the argument tensors by weak reference: a compiled function keeps no argument's data alive
         self.refs = [weakref.ref(x) for x in sig.tensors[:len(sig.tensors) - len(implicit)]]
         self.stamp = [sig.stamp]
@@ -157,6 +160,8 @@ class FastCall:
                 continue  # NOTE: this object was checked, and nothing it depends on changed since
             if not is_eager(x) or (x._chain, x._strides, x._offset) != self.layouts[k]:
                 return False
+            if self.recording_free and graph.joins_graph(x):
+                return False  # NOTE: imperative autograd records this call (`aotjax.transforms.jit.records_call`)
             shape, dtype = self.avals[k]
             value = x._storage.base if not x._chain else x
             if value.shape != shape or value.dtype != dtype:
@@ -291,9 +296,11 @@ def specialized_run(fast: FastCall, args: tuple, slow: Callable | None = None) -
                 emit(f"    b{index}.base = outs[{fast.base_pos[index]}]")
                 emit(f"    b{index}.version = 0")
                 emit(f"    b{index}.owned = True")
+                emit(f"    b{index}.grad_node = None")
                 emit(f"    o{index} = new(Tensor)")
                 for slot, value in (("_storage", f"b{index}"), ("_chain", "()"), ("_aval", "None"),
-                                    ("_strides", "None"), ("_offset", "0"), ("_cache", "None")):
+                                    ("_strides", "None"), ("_offset", "0"), ("_cache", "None"),
+                                    ("_ag", "None")):
                     emit(f"    o{index}.{slot} = {value}")
             if layout != (None, 0):
                 env[f"L{k}"] = layout

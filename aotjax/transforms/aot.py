@@ -73,7 +73,7 @@ from aotjax.core.source_info import where
 from aotjax.interpreters.partial_eval import partitioning_loop_bodies
 from aotjax.interpreters.trace import trace_flat
 from aotjax.lowering.to_jax import avals_to_structs, flat_function, xla_compiler
-from aotjax.ops.calls.compiled import AotEntry, AotVJP, Program, aot_call_p
+from aotjax.ops.calls.compiled import AotEntry, AotVJP, Program, aot_call_p, run_recorded
 from aotjax.partition import JointInfo, Partitioned, default_partition
 from aotjax.partition.loops import repartition_loop_bodies
 from aotjax.runtime import boundary, guards
@@ -92,7 +92,7 @@ from aotjax.transforms.aot_signature import (  # noqa: F401
 from aotjax.transforms.autodiff import _gc_paused
 from aotjax.transforms.export import AotExport, abstract_arguments, export_program, symbolic_errors
 from aotjax.transforms.functionalize import Staged, stage_functionalized
-from aotjax.transforms.jit import Jitted, _Entry, _lowered_program, bind_staged
+from aotjax.transforms.jit import Jitted, _Entry, _lowered_program, bind_staged, recorded_call, records_call
 from aotjax.transforms.joint import compose_joint, linearize_program, transpose_program
 from aotjax.transforms.passes import as_pass, run_pass
 
@@ -283,6 +283,8 @@ class Aot(Jitted):
         if signature is not None and not guards.under_transform():  # eager: the inference program, boundary restored
             key = (in_tree, statics, signature, self.checks_enabled)
             entry, leaves = self._live_entry(args, kwargs, key, leaves)
+            if records_call(entry.staged, leaves):  # NOTE: imperative autograd: the forward runs, residuals kept
+                return recorded_call(entry.staged, leaves, functools.partial(run_recorded, entry))
             return entry.plain.run(leaves, entry.plain.fn)
         key = (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled)
         entry, leaves = self._live_entry(args, kwargs, key, leaves)

@@ -22,10 +22,11 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
+from aotjax.autograd import graph
 from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
 from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.errors import AliasingError, ShapeError
-from aotjax.core.interpreter import Tracer, find_top_trace, full_raise, new_main
+from aotjax.core.interpreter import Tracer, below, find_top_trace, full_raise, new_main
 from aotjax.core.ir import ClosedJaxpr, Jaxpr, JaxprMeta, Literal
 from aotjax.core.primitive import Kind
 from aotjax.core.source_info import where
@@ -127,7 +128,10 @@ def _pure_body(who: str):
             return trace.new_tensor(x, origin=_ARGUMENT, strides=x._strides, offset=x._offset)
 
         def leave(y):
-            return current_value(y) if isinstance(y, FunctionalTensor) and y._trace is trace else y
+            if not (isinstance(y, FunctionalTensor) and y._trace is trace):
+                return y
+            with below(main):  # NOTE: a view's value is read by the levels below, not staged at the body's own
+                return current_value(y)
 
         yield enter, leave
 
@@ -212,8 +216,9 @@ def _call(custom, kind: str, prim, args: tuple, kwargs: dict, make_rule: Callabl
         raise TypeError(f"{what} is called, but its derivative rule is not defined: call "
                         f"`{name}.{'defjvp' if kind == 'custom_jvp' else 'defvjp'}(...)` first")
     all_leaves = jax.tree_util.tree_leaves((args, kwargs))
-    if find_top_trace([x for x in all_leaves if isinstance(x, Tracer)]).main.level == 0:
-        return custom.fun(*args, **kwargs)  # NOTE: eager: nothing will be differentiated, just run it
+    if find_top_trace([x for x in all_leaves if isinstance(x, Tracer)]).main.level == 0 and not graph.records(
+            all_leaves):
+        return custom.fun(*args, **kwargs)  # NOTE: eager, nothing recorded to differentiate: just run it
     args = _resolve_args(custom.fun, args, kwargs, what)
     nondiff, diff = _split_nondiff(args, custom.nondiff_argnums, what)
     leaves, in_tree = jax.tree_util.tree_flatten(diff)

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from aotjax.autograd import graph
 from aotjax.core.checks import config, emit_checks
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer
@@ -265,6 +266,8 @@ class Jitted:
                 return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
         key = (in_tree, statics, signature, self.checks_enabled)
         entry, full = self._live_entry(args, kwargs, key, leaves)
+        if records_call(entry.staged, full):  # NOTE: imperative autograd: one node of the recording, never fast
+            return recorded_call(entry.staged, full, functools.partial(compiled_call_p.bind, program=entry.program))
         fast_sig = None
         if not kwargs and entry.checks is None:
             dyn = tuple(a for i, a in enumerate(args) if i not in static_pos) if static_pos else args
@@ -378,6 +381,44 @@ def bind_staged(staged: Staged, leaves: list, bind: Callable) -> Any:
     by_slot = dict(zip(meta.layout, bind(*bases), strict=True))
     return boundary.apply(meta, leaves, [by_slot[(Slot.MUTATED, g)] for g in meta.mutated],
                           [by_slot[(Slot.BASE, k)] for k in range(meta.n_bases)])
+
+
+def records_call(staged: Staged, leaves: list) -> bool:
+    """Whether an eager call of `staged` on `leaves` is recorded for imperative autograd (`recorded_call`): grad is
+    enabled and an input requires grad, and the program writes no input that requires grad. NOTE: a program that
+    updates parameters in place is a training step (a functional one: `value_and_grad` then `opt.step(grads)`, or
+    one that calls `backward()` inside): its outputs are not differentiated again, and it runs as compiled
+    (donating, sharded, fast) rather than as a node."""
+    if not graph.records(leaves):
+        return False
+    groups = staged.meta.groups
+    return not any(graph.requires_grad(boundary.group_base(groups[g], leaves)) for g in staged.meta.mutated)
+
+
+def recorded_call(staged: Staged, leaves: list, bind: Callable) -> Any:
+    """An eager call of `staged` on arguments some of which require grad (grad enabled): `bind_staged` on bases that
+    carry the autograd graph, so the call is one node of the recording (`bind` records it) and its outputs require
+    grad. What the program writes into its inputs is written back as a value, as a write under `no_grad()` (the
+    pure program does not say which writes were made with grad enabled: an optimizer's are not)."""
+    meta = staged.meta
+    bases = [_operand(graph_base(boundary.group_base(g, leaves)), g) for g in meta.groups]
+    by_slot = dict(zip(meta.layout, bind(*bases), strict=True))
+    return boundary.apply(meta, leaves, [read(by_slot[(Slot.MUTATED, g)]) for g in meta.mutated],
+                          [by_slot[(Slot.BASE, k)] for k in range(meta.n_bases)])
+
+
+def graph_base(x):
+    """A snapshot of eager `x` (see `boundary.snapshot`) that carries its place in the autograd graph: the same
+    node when `x` views all of its storage, else a recorded copy."""
+    if not graph.requires_grad(x) and not (isinstance(x, Tensor) and graph.joins_graph(x)):
+        return boundary.snapshot(x)
+    if x._chain:
+        return x.clone()
+    t = Tensor._wrap(x._storage.base, owned=False)
+    t._storage.grad_node, t._storage.grad_index = x._storage.grad_node, x._storage.grad_index
+    graph.start_recording(t, graph.NONLEAF)
+    t._strides, t._offset = x._strides, x._offset
+    return t
 
 
 def _operand(base, group):

@@ -1,6 +1,7 @@
 """`EmbeddingBag`, as `torch.nn`'s: `embedding_bag` over a learned table."""
 from __future__ import annotations
 
+from aotjax.core.interpreter import grad_mode
 from aotjax.nn import init
 from aotjax.nn.module import Module
 from aotjax.nn.parameter import Parameter
@@ -44,7 +45,8 @@ class EmbeddingBag(Module):
         """The table from a standard normal, the row `padding_idx` zeroed."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            self.weight[self.padding_idx].fill_(0)
+            with grad_mode(False):  # NOTE: initialization, outside any graph (as torch's)
+                self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         return embedding_bag(input, self.weight, offsets, mode=self.mode, per_sample_weights=per_sample_weights,

@@ -19,7 +19,7 @@ class GroupNorm(Module):
     `weight` (ones) and `bias` (zeros) when `affine`.
 
     >>> aotjax.nn.GroupNorm(1, 2, eps=0.0)(aotjax.tensor([[1.0, 3.0]]))
-    tensor([[-1.,  1.]])
+    tensor([[-1.,  1.]], grad_fn=<AddBackward0>)
     """
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,

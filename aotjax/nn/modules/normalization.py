@@ -25,7 +25,7 @@ class LayerNorm(Module):
 
     >>> ln = aotjax.nn.LayerNorm(2, eps=0.0)
     >>> ln(aotjax.tensor([[1.0, 3.0]])), ln
-    (tensor([[-1.,  1.]]), LayerNorm((2,), eps=0.0, elementwise_affine=True, bias=True))
+    (tensor([[-1.,  1.]], grad_fn=<AddBackward0>), LayerNorm((2,), eps=0.0, elementwise_affine=True, bias=True))
     """
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
@@ -65,7 +65,7 @@ class RMSNorm(Module):
     `elementwise_affine`; `eps=None` is the machine epsilon of the input's dtype.
 
     >>> aotjax.nn.RMSNorm([2], eps=0.0)(aotjax.tensor([2.0, -2.0]))
-    tensor([ 1., -1.])
+    tensor([ 1., -1.], grad_fn=<MulBackward0>)
     """
 
     def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True, device=None,

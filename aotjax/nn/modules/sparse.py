@@ -1,6 +1,7 @@
 """`Embedding`, as `torch.nn`'s."""
 from __future__ import annotations
 
+from aotjax.core.interpreter import grad_mode
 from aotjax.core.source_info import where
 from aotjax.nn import init
 from aotjax.nn.module import Module
@@ -19,7 +20,7 @@ class Embedding(Module):
 
     >>> emb = aotjax.nn.Embedding(10, 3, padding_idx=0)
     >>> emb(aotjax.tensor([[0, 4]])).shape, emb.weight[0]
-    ((1, 2, 3), tensor([0., 0., 0.]))
+    ((1, 2, 3), tensor([0., 0., 0.], grad_fn=<SelectBackward0>))
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
@@ -57,7 +58,8 @@ class Embedding(Module):
         """Draw the weight anew from N(0, 1), the padding row zeroed."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            self.weight[self.padding_idx].fill_(0)
+            with grad_mode(False):  # NOTE: initialization, outside any graph (as torch's)
+                self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input):
         return embedding(input, self.weight, self.padding_idx)

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from aotjax.autograd.graph import factory
 from aotjax.core.errors import ShapeError
 from aotjax.core.interpreter import Tracer, find_top_trace
 from aotjax.core.source_info import where
@@ -70,6 +71,7 @@ def _infer_dtype(data, arr: np.ndarray) -> np.dtype:
     return default_float_dtype()
 
 
+@factory
 def tensor(data, dtype=None, device=None) -> Tensor:
     """A new tensor from a (nested) list, NumPy array, `jax.Array`, Tensor or Python scalar.
 

@@ -27,9 +27,11 @@ from typing import Any, Callable, Protocol, Sequence
 import jax.numpy as jnp
 import numpy as np
 
+from aotjax.autograd import graph
 from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.errors import AotjaxError, CompilerError, UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
+from aotjax.core.interpreter import grad_enabled
 from aotjax.core.ir import ClosedJaxpr
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import where
@@ -48,8 +50,9 @@ from aotjax.interpreters.jvp import jvp_flat, jvp_rules
 from aotjax.interpreters.lowering import eval_jaxpr_jax, register_lowering
 from aotjax.interpreters.trace import trace_flat
 from aotjax.interpreters.transpose import backward_pass, is_undefined, transpose_rules
+from aotjax.tensor import Tensor
 
-__all__ = ["Program", "AotEntry", "AotVJP", "compiled_call_p", "aot_call_p", "aot_lin_p"]
+__all__ = ["Program", "AotEntry", "AotVJP", "compiled_call_p", "aot_call_p", "aot_lin_p", "aot_saved_p", "run_recorded"]
 
 
 class Program:
@@ -312,6 +315,54 @@ def _aot_call_jvp(primals, tangents, *, entry):
 
 
 jvp_rules[aot_call_p] = _aot_call_jvp
+
+
+# -- aot_saved: an aot call whose forward already ran, in an imperative autograd recording -------------------------
+# `aot_saved(*residuals, *inputs, vjp)` stands for the outputs of an aot function called eagerly on tensors that
+# require grad: the call ran `vjp.forward` once and the recording kept its residuals (as torch.compile's autograd
+# node keeps its saved tensors). Its value is never read (the recording pins every value a node read), so it
+# evaluates to zeros; its derivative is `aot_lin` on the kept residuals, whose transpose is the compiled backward.
+aot_saved_p = Primitive("aot_saved", multiple_results=True, recompute=Recompute.EXPENSIVE,
+                        flops=lambda in_avals, out_avals, *, vjp: jaxpr_flops(vjp.forward.jaxpr))
+aot_saved_p.abstract_eval = lambda *avals, vjp: list(vjp.out_avals)
+register_lowering(aot_saved_p, lambda *args, vjp: [jnp.zeros(a.shape, a.dtype) for a in vjp.out_avals])
+
+
+def _aot_saved_jvp(primals, tangents, *, vjp):
+    n_res = vjp.n_residuals
+    outs = aot_saved_p.bind(*primals, vjp=vjp)
+    ts = [instantiate(t, get_aval(p))
+          for t, p, d in zip(tangents[n_res:], primals[n_res:], vjp.diff_in, strict=True) if d]
+    t_out = iter(aot_lin_p.bind(*primals[:n_res], *ts, vjp=vjp))
+    return outs, [next(t_out) if d else Zero(get_aval(o)) for o, d in zip(outs, vjp.diff_out, strict=True)]
+
+
+jvp_rules[aot_saved_p] = _aot_saved_jvp
+
+
+def run_recorded(entry: AotEntry, *bases) -> list:
+    """An eager call of an aot function on `bases` (its input groups' bases), some of which require grad: the
+    forward program differentiating those runs once, and the call is recorded as one `aot_saved` node keeping its
+    residuals, whose backward is the compiled backward program (torch.compile's autograd node)."""
+    wanted = tuple(graph.requires_grad(b) and graph.differentiable_dtype(b.dtype) for b in bases)
+    vjp = entry.vjp(wanted)
+    vals = [b._read() if isinstance(b, Tensor) else b for b in bases]
+    outs_and_res = _run_on_copies_of_donated(vjp.forward, *vals)
+    n_out = len(vjp.diff_out)
+    returned = iter(outs_and_res[n_out:])
+    residuals = [vals[i] if i is not None else next(returned) for i in vjp.saved_inputs]
+    outs = [Tensor._wrap(o) for o in outs_and_res[:n_out]]
+    if grad_enabled():
+        graph.record_functional(aot_saved_p, {"vjp": vjp}, [*residuals, *bases], [*residuals, *vals], outs)
+    return outs
+
+
+def _aot_saved_batch(axis_size, vals, bdims, *, vjp):
+    raise UnsupportedError(f"aot_saved: the recorded call of an aot-compiled function cannot be vmapped{where()}; "
+                           f"call its backward outside vmap")
+
+
+batching_rules[aot_saved_p] = _aot_saved_batch
 
 aot_lin_p = Primitive("aot_lin", multiple_results=True, recompute=Recompute.EXPENSIVE,
                       flops=lambda in_avals, out_avals, *, vjp: jaxpr_flops(vjp.backward.jaxpr),

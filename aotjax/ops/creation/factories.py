@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from aotjax.autograd.graph import factory
 from aotjax.core.avals import python_scalar_dtype
 from aotjax.core.errors import ConcretizationError, ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer
@@ -116,6 +117,7 @@ def _full(shape, fill_value, dtype, like=None, device=None, memory_format=preser
     return place(out, to_device(device, op))
 
 
+@factory
 def full(size, fill_value, dtype=None, device=None) -> Tensor:
     """A tensor of shape `size` filled with `fill_value`; the dtype follows `fill_value` as in PyTorch
     (float → float32, int → the default int dtype, bool → bool) unless `dtype` is given.
@@ -131,6 +133,7 @@ def full(size, fill_value, dtype=None, device=None) -> Tensor:
     return _full(_size("full", (size,)), fill_value, dtype, device=device)
 
 
+@factory
 def zeros(*size, dtype=None, device=None) -> Tensor:
     """A tensor of zeros (float32 unless `dtype` is given); `zeros(2, 3)` or `zeros((2, 3))`. `device` places it
     (a `jax.Device`, `'cpu'`, `'cpu:0'`: `aotjax.device`); under a transform placement follows the arguments.
@@ -145,6 +148,7 @@ hooks.zeros = lambda aval: zeros(*aval.shape, dtype=aval.dtype)
 hooks.arange = lambda n: arange(n, dtype=np.int32)
 
 
+@factory
 def ones(*size, dtype=None, device=None) -> Tensor:
     """A tensor of ones (float32 unless `dtype` is given); `ones(2, 3)` or `ones((2, 3))`.
 
@@ -154,6 +158,7 @@ def ones(*size, dtype=None, device=None) -> Tensor:
     return _full(_size("ones", size), 1, _dtype("ones", dtype, default_float_dtype()), device=device, op="ones")
 
 
+@factory
 def empty(*size, dtype=None, device=None, memory_format=preserve_format) -> Tensor:
     """An "uninitialized" tensor: XLA has no uninitialized memory, so it holds zeros. `memory_format` (contiguous,
     or `channels_last` for 4-d) sets its strides.
@@ -165,6 +170,7 @@ def empty(*size, dtype=None, device=None, memory_format=preserve_format) -> Tens
                  memory_format=memory_format, op="empty")
 
 
+@factory
 def full_like(input, fill_value, dtype=None, device=None, memory_format=preserve_format) -> Tensor:
     """A tensor of `input`'s shape and layout (and dtype, unless `dtype` is given) filled with `fill_value`.
 
@@ -178,6 +184,7 @@ def full_like(input, fill_value, dtype=None, device=None, memory_format=preserve
     return _full(tuple(input.shape), fill_value, dtype, input, device, memory_format, "full_like")
 
 
+@factory
 def zeros_like(input, dtype=None, device=None, memory_format=preserve_format) -> Tensor:
     """Zeros of `input`'s shape and dtype (unless `dtype` is given), laid out as `input` is (PyTorch's
     `preserve_format`: a transposed input gives a transposed result).
@@ -191,6 +198,7 @@ def zeros_like(input, dtype=None, device=None, memory_format=preserve_format) ->
                  "zeros_like")
 
 
+@factory
 def ones_like(input, dtype=None, device=None, memory_format=preserve_format) -> Tensor:
     """Ones of `input`'s shape, layout and dtype (unless `dtype` is given).
 
@@ -201,6 +209,7 @@ def ones_like(input, dtype=None, device=None, memory_format=preserve_format) -> 
                  "ones_like")
 
 
+@factory
 def empty_like(input, dtype=None, device=None, memory_format=preserve_format) -> Tensor:
     """An "uninitialized" tensor of `input`'s shape, layout and dtype (zeros: XLA has no uninitialized memory).
 
@@ -237,6 +246,7 @@ arange_p = standard_primitive(
 defjvp_zero(arange_p)
 
 
+@factory
 def arange(start, end=None, step=1, dtype=None, device=None) -> Tensor:
     """Values from `start` (default 0) up to `end` (excluded) by `step`, as `torch.arange`.
 
@@ -284,6 +294,7 @@ linspace_p = standard_primitive(
 defjvp_zero(linspace_p)
 
 
+@factory
 def linspace(start, end, steps, dtype=None, device=None) -> Tensor:
     """`steps` evenly spaced values from `start` to `end`, both included (float32 unless `dtype`).
 
@@ -305,6 +316,7 @@ eye_p = standard_primitive(
 defjvp_zero(eye_p)
 
 
+@factory
 def eye(n, m=None, dtype=None, device=None) -> Tensor:
     """The `n` x `m` identity matrix (`m` defaults to `n`; float32 unless `dtype` is given).
 
@@ -316,6 +328,7 @@ def eye(n, m=None, dtype=None, device=None) -> Tensor:
     return place(eye_p.bind(n=n, m=m, dtype=_dtype("eye", dtype, default_float_dtype())), to_device(device, "eye"))
 
 
+@factory
 def scalar_tensor(s, *, dtype=None, device=None):
     """A 0-d tensor holding `s`, of the default float dtype unless `dtype` says otherwise (as PyTorch; `device` is
     accepted for compatibility).
@@ -330,6 +343,7 @@ __all__ += ["logspace", "tril_indices", "triu_indices", "empty_strided"]
 
 
 # -- Tensor.new_* ----------------------------------------------------------------------------------
+@factory
 def new_zeros(self: Tensor, *size, dtype=None, device=None) -> Tensor:
     """Zeros of shape `size` with `self`'s dtype (unless `dtype` is given), as `torch.Tensor.new_zeros`.
 
@@ -339,6 +353,7 @@ def new_zeros(self: Tensor, *size, dtype=None, device=None) -> Tensor:
     return zeros(*size, dtype=_dtype("new_zeros", dtype, self.dtype), device=device)
 
 
+@factory
 def new_ones(self: Tensor, *size, dtype=None, device=None) -> Tensor:
     """Ones of shape `size` with `self`'s dtype (unless `dtype` is given).
 
@@ -348,6 +363,7 @@ def new_ones(self: Tensor, *size, dtype=None, device=None) -> Tensor:
     return ones(*size, dtype=_dtype("new_ones", dtype, self.dtype), device=device)
 
 
+@factory
 def new_empty(self: Tensor, *size, dtype=None, device=None) -> Tensor:
     """An "uninitialized" tensor of shape `size` with `self`'s dtype (zeros: XLA has no uninitialized memory).
 
@@ -357,6 +373,7 @@ def new_empty(self: Tensor, *size, dtype=None, device=None) -> Tensor:
     return empty(*size, dtype=_dtype("new_empty", dtype, self.dtype), device=device)
 
 
+@factory
 def new_full(self: Tensor, size, fill_value, dtype=None, device=None) -> Tensor:
     """A tensor of shape `size` filled with `fill_value`, of `self`'s dtype (not the fill value's) unless `dtype`.
 
@@ -370,6 +387,7 @@ def new_full(self: Tensor, size, fill_value, dtype=None, device=None) -> Tensor:
     return full(size, fill_value, dtype=dt, device=device)
 
 
+@factory
 def new_tensor(self: Tensor, data, dtype=None, device=None) -> Tensor:
     """A new tensor (a copy) from `data`, of `self`'s dtype unless `dtype` is given.
 
@@ -384,6 +402,7 @@ for _fn in (new_zeros, new_ones, new_empty, new_full, new_tensor):
 
 
 # -- logspace --------------------------------------------------------------------------------------
+@factory
 def logspace(start, end, steps, base=10.0, dtype=None) -> Tensor:
     """`steps` values from `base ** start` to `base ** end`, their exponents evenly spaced (float32 unless
     `dtype`), as `torch.logspace`. Computed in the widest float, then rounded to `dtype`.
@@ -438,6 +457,7 @@ def triu_indices(row, col, offset=0, dtype=None) -> Tensor:
 
 
 # -- empty_strided ---------------------------------------------------------------------------------
+@factory
 def empty_strided(size, stride, dtype=None, device=None) -> Tensor:
     """`torch.empty_strided` (zeros, as `empty`) for strides that cover the tensor's memory densely, in any order
     (contiguous, channels-last, a permutation): strides are metadata (XLA arrays have none), so a layout with gaps

@@ -196,7 +196,8 @@ def matmul(a, b):
     (5, 2, 4)
     """
     if (type(a) is type(b) is Tensor and not a._chain and not b._chain and a._strides is None
-            and b._strides is None and not _transforms[0]):  # NOTE: the eager fast path (`apply_plain`)
+            and b._strides is None and not _transforms[0] and a._storage.grad_node is None
+            and b._storage.grad_node is None):  # NOTE: the eager fast path (`apply_plain`)
         x, y = a._storage.base, b._storage.base
         if x.dtype == y.dtype:
             out = apply_plain(matmul_p, x, y)

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from aotjax.autograd.graph import factory
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.core.source_info import where
@@ -52,6 +53,7 @@ def _float_tensor_dtype(op: str, t: Tensor) -> np.dtype:
 
 
 # -- normal ----------------------------------------------------------------------------------------
+@factory
 def normal(mean=0.0, std=1.0, size=None, *, generator: Generator | None = None, dtype=None) -> Tensor:
     """Normal samples of `mean` and `std`, as `torch.normal`: each may be a float tensor (the result has their
     broadcast shape and dtype) or a number; with two numbers, `size` gives the shape (float32 unless `dtype`).
@@ -160,6 +162,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
 
 
 # -- randperm / randint_like -----------------------------------------------------------------------
+@factory
 def randperm(n: int, *, generator: Generator | None = None, dtype=None) -> Tensor:
     """A random permutation of `0 .. n-1` (the default int dtype unless `dtype`), as `torch.randperm`.
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from aotjax.autograd.graph import factory
 from aotjax.core.interpreter import stack_of_this_thread
 from aotjax.core.source_info import where
 from aotjax.interpreters.batching import BatchTrace, example_index
@@ -130,16 +131,19 @@ def _float(dtype) -> np.dtype:
     return default_float_dtype() if dtype is None else dtype
 
 
+@factory
 def rand(*size, generator: Generator | None = None, dtype=None) -> Tensor:
     """Uniform samples in [0, 1) of shape `size` (`torch.rand`)."""
     return random.uniform(draw_key("rand", generator), _size(size), _float(dtype))
 
 
+@factory
 def randn(*size, generator: Generator | None = None, dtype=None) -> Tensor:
     """Standard normal samples of shape `size` (`torch.randn`)."""
     return random.normal(draw_key("randn", generator), _size(size), _float(dtype))
 
 
+@factory
 def randint(low: int, high: int | None = None, size=None, *, generator: Generator | None = None,
             dtype=None) -> Tensor:
     """Integers uniform in [low, high) of shape `size`, as `torch.randint(low=0, high, size)` (the default int
@@ -152,10 +156,12 @@ def randint(low: int, high: int | None = None, size=None, *, generator: Generato
                           default_int_dtype() if dtype is None else dtype)
 
 
+@factory
 def rand_like(input: Tensor, *, generator: Generator | None = None, dtype=None) -> Tensor:
     return rand(*input.shape, generator=generator, dtype=input.dtype if dtype is None else dtype)
 
 
+@factory
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype=None) -> Tensor:
     return randn(*input.shape, generator=generator, dtype=input.dtype if dtype is None else dtype)
 

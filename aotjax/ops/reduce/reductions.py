@@ -309,7 +309,7 @@ def sum(x, dim=None, keepdim: bool = False, *, dtype=None):
             [7.]])
     """
     if (dtype is None and type(x) is Tensor and not x._chain and x._strides is None and not _transforms[0]
-            and category(x.dtype) >= _FLOAT):  # NOTE: the eager fast path (`apply_plain`)
+            and category(x.dtype) >= _FLOAT and x._storage.grad_node is None):  # NOTE: the eager fast path
         fn = _plain_sum(x, dim, keepdim)
         out = run_plain(fn, x._storage.base) if fn is not None else None
         if out is not None:

@@ -12,6 +12,7 @@ import math
 import jax.numpy as jnp
 from jax import lax
 
+from aotjax.autograd.graph import register_detaching
 from aotjax.core.avals import get_aval
 from aotjax.core.errors import AliasingError, ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer, register_no_grad
@@ -823,6 +824,7 @@ def _identity_view(name: str) -> Primitive:
 
 
 detach_p = _identity_view("detach")
+register_detaching(detach_p)  # NOTE: a detached view does not require grad
 defjvp_zero(detach_p)  # NOTE: detach is stop_gradient: no tangent flows through it
 deflinear_transpose(detach_p, lambda ct, x: Zero(x.aval))
 stop_gradient_p = elementwise("stop_gradient", lax.stop_gradient)  # NOTE: `detach` of a result that is no view

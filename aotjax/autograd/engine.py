@@ -1,0 +1,405 @@
+"""The backward of a recording: `backward()` and `autograd.grad` as one program, differentiated by the transforms.
+
+The recorded sub-graph between the roots and the tensors that receive gradients is replayed as a function of
+the leaves' values (`Replay`): each node binds its primitive again on its operands, every operand that comes
+from another node pinned to the value the node read (`pinned`: the value recorded, the derivative the graph's),
+so the function's value never depends on anything but what the forward saw, and only the derivative flows
+through the graph. `aotjax.vjp` of that function is the backward: the same linearize + transpose rules as every
+transform, no second rule table. Eagerly it runs under `aotjax.jit`, one program compiled and cached per graph
+structure (a training loop's backward compiles once); the replayed forward values are pinned, so the program
+computes no forward op twice (what remains of the replay is dead code, removed before compiling). With
+`create_graph=True` the same function runs op by op on tensors that record, so the backward is itself recorded
+and can be differentiated again.
+
+Non-leaf tensors that receive gradients (`retain_grad()`, `autograd.grad` of an intermediate, hooks) get a probe:
+a zero added to their node's output, whose gradient is theirs. A hook may change a gradient: the backward is
+linear in its cotangents, so the change is propagated from the hooked node by a second backward of the
+difference (hooks run latest node first, as PyTorch's).
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import jax
+
+from aotjax.autograd import graph
+from aotjax.autograd.graph import Input, Leaf, Node, Written
+from aotjax.core import views
+from aotjax.core.avals import get_aval
+from aotjax.core.interpreter import grad_mode
+from aotjax.core.ir import param_key
+from aotjax.core.primitive import Primitive, Recompute, output_size_flops
+from aotjax.core.source_info import where
+from aotjax.interpreters.batching import batching_rules, bdim_at_front, not_mapped
+from aotjax.interpreters.jvp import jvp_rules
+from aotjax.interpreters.lowering import register_lowering
+from aotjax.tensor import Tensor
+
+__all__ = ["run_backward", "pinned_p"]
+
+# -- pinned: a value with another value's derivative -------------------------------------------------------------
+# `pinned(g, r)` is `r`, with the derivative of `g`: a replayed node reads the value its forward read, and the
+# derivative that reaches it through the graph. Its jvp rule returns `r` itself, so the replayed `g` is dead.
+pinned_p = Primitive("autograd_pinned", recompute=Recompute.CHEAP, flops=output_size_flops)
+pinned_p.abstract_eval = lambda g, r: r
+register_lowering(pinned_p, lambda g, r: r)
+jvp_rules[pinned_p] = lambda primals, tangents: ([primals[1]], [tangents[0]])
+
+
+def _pinned_batch(axis_size, vals, bdims):
+    if all(d is not_mapped for d in bdims):
+        return [pinned_p.bind(*vals)], [not_mapped]
+    return [pinned_p.bind(*(bdim_at_front(v, d, axis_size) for v, d in zip(vals, bdims)))], [0]
+
+
+batching_rules[pinned_p] = _pinned_batch
+
+
+def _bind(prim, x, **params):
+    return prim.bind(x, **params)
+
+
+# -- the graph between roots and targets ---------------------------------------------------------------------------
+def topological(roots: Sequence[Node]) -> list[Node]:
+    """The nodes the `roots` depend on, each after the nodes it reads."""
+    order, seen = [], set()
+    stack = [(r, False) for r in roots]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for op in node.operands:
+            if type(op) is Input and id(op.node) not in seen:
+                stack.append((op.node, False))
+    return order
+
+
+class Root:
+    """Where a backward starts: output `index` of `node`, read through `chain`, with cotangent `ct`."""
+
+    __slots__ = ("node", "index", "chain", "ct")
+
+    def __init__(self, node: Node, index: int, chain: tuple, ct):
+        self.node, self.index, self.chain, self.ct = node, index, chain, ct
+
+
+def _static(x) -> bool:
+    return not isinstance(x, (jax.Array, Tensor)) and not hasattr(x, "__array__") or isinstance(x, (int, float))
+
+
+class Replay:
+    """A recorded graph's structure (no values): `key` identifies it; `__call__(leaves, probes, values)` replays it
+    on tensors, returning the roots' values. `values` lists, in order, every array operand the nodes read."""
+
+    def __init__(self, order: list[Node], roots: list[Root], probes: list[tuple[Node, int]]):
+        index = {id(n): j for j, n in enumerate(order)}
+        steps, key = [], []
+        self.leaves = [n for n in order if type(n) is Leaf]
+        for node in order:
+            if type(node) is Leaf:
+                steps.append(None)
+                key.append(("leaf",))
+                continue
+            ops, op_key = [], []
+            for op in node.operands:
+                if type(op) is Input:
+                    ops.append(("i", index[id(op.node)], op.index, op.chain))
+                    op_key.append(("i", index[id(op.node)], op.index, op.chain, _aval_key(op.value)))
+                elif type(op) is Written:
+                    ops.append(("w", op.chain))
+                    op_key.append(("w", op.chain, _aval_key(op.value)))
+                elif _static(op):
+                    ops.append(("s", op))
+                    op_key.append(("s", type(op), op))
+                else:
+                    ops.append(("c",))
+                    op_key.append(("c", _aval_key(op)))
+            prim = node.prim
+            params = node.params
+            steps.append((prim, params, tuple(ops), node.written))
+            pkey = tuple((k, param_key(v)) for k, v in params.items()) if prim.higher_order else tuple(params.items())
+            key.append((prim, pkey, tuple(op_key), node.written))
+        self.steps = steps
+        self.roots = [(index[id(r.node)], r.index, r.chain) for r in roots]
+        self.probes = [(index[id(n)], i) for n, i in probes]
+        self.key = (tuple(key), tuple(self.roots), tuple(self.probes))
+
+    @staticmethod
+    def values(order: list[Node]) -> list:
+        """The array operands of `order`'s nodes, in the order `__call__` takes them."""
+        vals = []
+        for node in order:
+            for op in node.operands:
+                if type(op) is Input or type(op) is Written:
+                    vals.append(op.value)
+                elif not _static(op):
+                    vals.append(op)
+        return vals
+
+    def __call__(self, leaves: list, probes: list, values: list) -> list:
+        env: dict = {}
+        leaves, values = iter(leaves), iter(values)
+        probe_at = dict(zip(self.probes, probes))
+        for j, step in enumerate(self.steps):
+            if step is None:
+                outs = [next(leaves)]
+            else:
+                prim, params, ops, written = step
+                args, bases = [], {}
+                for k, op in enumerate(ops):
+                    kind = op[0]
+                    if kind == "i":
+                        base = pinned_p.bind(env[(op[1], op[2])], next(values))
+                        bases[k] = base
+                        args.append(views.apply_chain(_bind, base, op[3]))
+                    elif kind == "w":
+                        base = next(values).clone()
+                        bases[k] = base
+                        args.append(views.apply_chain(_bind, base, op[1]))
+                    elif kind == "c":
+                        args.append(next(values))
+                    else:
+                        args.append(op[1])
+                res = prim.bind(*args, **params)
+                if written:
+                    outs = [bases[i] for i in written]
+                else:
+                    outs = list(res) if prim.multiple_results else [res]
+            for i, o in enumerate(outs):
+                p = probe_at.get((j, i))
+                env[(j, i)] = o if p is None else o + p
+        return [views.apply_chain(_bind, env[(j, i)], chain) for j, i, chain in self.roots]
+
+
+def _aval_key(x):
+    a = get_aval(x)
+    return (a.shape, a.dtype)
+
+
+def _backward_fn(replay: Replay) -> Callable:
+    """`(leaves, probes, values, cts) -> (leaf cotangents, probe cotangents)`: the vjp of `replay`."""
+    from aotjax.transforms.autodiff import vjp
+
+    def backward(leaves, probes, values, cts):
+        _, pull = vjp(lambda ls, ps: replay(ls, ps, values), leaves, probes)
+        return pull(list(cts))
+
+    return backward
+
+
+_programs: dict = {}  # replay key -> the jitted backward
+
+
+def _compiled(replay: Replay) -> Callable:
+    fn = _programs.get(replay.key)
+    if fn is None:
+        from aotjax.transforms.jit import jit
+        if len(_programs) >= 256:
+            _programs.clear()
+        fn = _programs[replay.key] = jit(_backward_fn(replay), donate=False)
+    return fn
+
+
+def _linked(op, create_graph: bool):
+    """A node operand's recorded value as the backward reads it: with `create_graph`, a tensor that requires grad
+    whose graph is the operand's (so the backward records), else the value."""
+    value = op.value if type(op) is Input or type(op) is Written else op
+    if not create_graph or type(op) is not Input:
+        return value
+    t = Tensor._wrap(value, owned=False)
+    t._storage.grad_node, t._storage.grad_index = op.node, op.index
+    graph.start_recording(t, graph.NONLEAF)
+    return t
+
+
+def run_graph(roots: list[Root], probes: list[tuple[Node, int]], create_graph: bool, what: str) -> tuple[dict, dict]:
+    """The cotangents of every leaf of the graph behind `roots` (by leaf node id: `(leaf, cotangent)`) and of every
+    probed node output in that graph (by `(node id, output)`)."""
+    order = topological([r.node for r in roots])
+    for node in order:
+        if node.freed:
+            raise RuntimeError(
+                f"{what}: Trying to backward through the graph a second time (or directly access saved tensors "
+                f"after they have already been freed). Saved intermediate values of the graph are freed when you "
+                f"call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through "
+                f"the graph a second time or if you need to access saved tensors after calling backward{where()}.")
+    in_graph = {id(n) for n in order}
+    probes = [p for p in probes if id(p[0]) in in_graph]
+    replay = Replay(order, roots, probes)
+    leaf_vals = [_leaf_value(leaf, order) for leaf in replay.leaves]
+    probe_vals = [_probe_zero(node, i) for node, i in probes]
+    cts = [r.ct for r in roots]
+    if create_graph:
+        values = []
+        for node in order:
+            for op in node.operands:
+                if type(op) is Input or type(op) is Written or not _static(op):
+                    values.append(_linked(op, True))
+        with grad_mode(True):
+            leaf_cts, probe_cts = _backward_fn(replay)(leaf_vals, probe_vals, values, cts)
+    else:
+        values = [Tensor._wrap(v, owned=False) if isinstance(v, jax.Array) else v for v in Replay.values(order)]
+        with grad_mode(False):
+            leaf_cts, probe_cts = _compiled(replay)(leaf_vals, probe_vals, values,
+                                                    [c.detach() if isinstance(c, Tensor) else c for c in cts])
+    return ({id(leaf): (leaf, ct) for leaf, ct in zip(replay.leaves, leaf_cts)},
+            {(id(n), i): ct for (n, i), ct in zip(probes, probe_cts)})
+
+
+def _leaf_value(leaf: Leaf, order: list[Node]):
+    t = leaf.tensor()
+    if t is not None and t._storage.grad_node is leaf:
+        return Tensor._wrap(t._storage.base, owned=False)
+    for node in order:  # NOTE: the leaf is gone or rewritten: any value of its shape does (it is pinned)
+        for op in node.operands:
+            if type(op) is Input and op.node is leaf:
+                return Tensor._wrap(op.value, owned=False)
+    raise AssertionError("a leaf no node reads")
+
+
+def _probe_zero(node: Node, i: int):
+    from aotjax.ops.creation.factories import zeros
+    out = node.outputs[i]
+    return zeros(out.shape, dtype=out.dtype)
+
+
+def free(roots: list[Node]) -> None:
+    """Drop what the graph behind `roots` saved for backward (`retain_graph=False`): a second backward raises."""
+    for node in topological(roots):
+        if type(node) is not Leaf:
+            node.freed = True
+            node.operands = tuple(Input(op.node, op.index, op.chain, None) if type(op) is Input else None
+                                  for op in node.operands)
+            node.outputs = ()
+
+
+def run_backward(roots: list[Root], targets: list[Tensor] | None, create_graph: bool, retain_graph: bool,
+                 what: str, accumulate: bool, allow_unused: bool = False) -> list | None:
+    """The backward of `roots`. With `accumulate` (`backward()`): gradients are added to the `.grad` of every leaf
+    that requires grad (of `targets` only, when given) and of every non-leaf that retains its grad; returns None.
+    Otherwise (`autograd.grad`): returns the gradient of each of `targets` (None for one the roots do not depend
+    on, with `allow_unused`). Tensor hooks run on the way. Nothing is written before every gradient is computed."""
+    watched = _watched(roots, targets)
+    probes = list({(id(n), i): (n, i) for _, n, i, _ in watched}.values())
+    by_leaf, by_probe = run_graph(roots, probes, create_graph, what)
+    _run_hooks(watched, probes, by_leaf, by_probe, create_graph, what)
+    grads = {}  # id(tensor) -> (tensor, gradient)
+    for leaf, ct in by_leaf.values():
+        t = leaf.tensor()
+        if t is not None and t._ag is not None and graph.leaf_of(t) is leaf:
+            for hook in t._ag.hooks:
+                r = hook(ct)
+                if r is not None:
+                    ct = r
+            grads[id(t)] = (t, ct)
+    for t, n, i, _ in watched:
+        ct = _through_chain(by_probe.get((id(n), i)), t._chain)
+        if ct is not None:
+            grads[id(t)] = (t, ct)
+    if targets is not None and not accumulate:
+        results = []
+        for t in targets:
+            g = grads.get(id(t))
+            if g is None and not allow_unused:
+                raise RuntimeError(f"{what}: One of the differentiated Tensors appears to not have been used in the "
+                                   f"graph. Set allow_unused=True if this is the desired behavior{where()}.")
+            results.append(None if g is None else g[1])
+    if not retain_graph:
+        free([r.node for r in roots])
+    if not accumulate:
+        return results
+    wanted = None if targets is None else {id(t) for t in targets}
+    updates = [(t, ct) for k, (t, ct) in grads.items()
+               if (wanted is None or k in wanted) and (graph.leaf_of(t) is not None or _retains(t))]
+    for t, ct in updates:
+        _accumulate(t, ct, create_graph)
+    for t, _ in updates:
+        if t._ag is not graph.NONLEAF:
+            for hook in t._ag.post_accumulate_hooks:
+                hook(t)
+    return None
+
+
+def _retains(t: Tensor) -> bool:
+    ag = t._ag
+    return ag is not None and ag is not graph.NONLEAF and ag.retains_grad
+
+
+def _through_chain(ct, chain: tuple):
+    """A gradient with respect to a storage's base, read through a tensor's view chain."""
+    return views.apply_chain(_bind, ct, chain) if ct is not None and chain else ct
+
+
+def _watched(roots: list[Root], targets) -> list:
+    """`(tensor, node, index, chain)` of every non-leaf tensor that gets a probe: those of `targets` (autograd.grad),
+    and the live non-leaf tensors with hooks or `retain_grad()` on the graph's nodes."""
+    out = []
+    if targets is not None:
+        for t in targets:
+            if not isinstance(t, Tensor) or t._ag is None:
+                raise RuntimeError(f"One of the differentiated Tensors does not require grad{where()}")
+            if graph.leaf_of(t) is None:
+                out.append((t, t._storage.grad_node, t._storage.grad_index, t._chain))
+    seen = {id(t) for t, *_ in out}
+    for node in topological([r.node for r in roots]):
+        for ref in node.watchers or ():
+            t = ref()
+            if t is not None and id(t) not in seen and t._ag is not None and t._storage.grad_node is node:
+                out.append((t, node, t._storage.grad_index, t._chain))
+    return out
+
+
+def _run_hooks(watched: list, probes: list, by_leaf: dict, by_probe: dict, create_graph: bool, what: str) -> None:
+    """Run the hooks of the watched non-leaf tensors, latest node first: a hook that changes its tensor's gradient
+    has the difference propagated from that tensor by one more backward (the backward is linear in its
+    cotangents), which adds to the gradients of the leaves and of the earlier watched tensors."""
+    hooked = [w for w in watched if w[0]._ag is not graph.NONLEAF and w[0]._ag.hooks]
+    if not hooked:
+        return
+    order = {id(n): j for j, n in enumerate(topological([w[1] for w in watched]))}
+    for t, node, i, chain in sorted(hooked, key=lambda w: -order[id(w[1])]):
+        g = _through_chain(by_probe.get((id(node), i)), chain)
+        if g is None:
+            continue
+        new = g
+        for hook in t._ag.hooks:
+            r = hook(new)
+            if r is not None:
+                new = r
+        if new is g:
+            continue
+        delta = new - g
+        if chain:  # NOTE: the difference is with respect to the view: written into a zero base
+            from aotjax.ops.creation.factories import zeros
+            base = zeros(node.outputs[i].shape, dtype=node.outputs[i].dtype)
+            views.apply_chain(_bind, base, chain).copy_(delta)
+            delta = base
+        others = [p for p in probes if not (p[0] is node and p[1] == i)]
+        more_leaf, more_probe = run_graph([Root(node, i, (), delta)], others, create_graph, what)
+        for k, (leaf, ct) in more_leaf.items():
+            by_leaf[k] = (leaf, ct if k not in by_leaf else by_leaf[k][1] + ct)
+        for k, ct in more_probe.items():
+            by_probe[k] = ct if k not in by_probe else by_probe[k] + ct
+        by_probe[(id(node), i)] = by_probe[(id(node), i)] + delta
+
+
+def _accumulate(t: Tensor, ct, create_graph: bool) -> None:
+    """Add `ct` to `t.grad` (in place when it has one and the graph is not being made, as PyTorch)."""
+    meta = graph.meta_of(t)
+    if meta.grad is None:
+        meta.grad = ct if create_graph else _owned(ct)
+    elif create_graph:
+        meta.grad = meta.grad + ct
+    else:
+        with grad_mode(False):
+            meta.grad.add_(ct)
+
+
+def _owned(ct):
+    return ct if isinstance(ct, Tensor) and not ct._chain else ct.clone()
+

@@ -1,0 +1,322 @@
+"""Imperative autograd (`requires_grad`, `backward()`, `.grad`, `autograd.grad`) against PyTorch: each program is
+written once against a library `T` (aotjax or torch) and run on both; every returned value (gradients, values,
+error markers) must agree."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import aotjax
+
+
+def _np(x):
+    if isinstance(x, (aotjax.Tensor, torch.Tensor)):
+        return np.asarray(x.detach().numpy() if isinstance(x, torch.Tensor) else x.detach().numpy())
+    return x
+
+
+def _agree(ours, theirs):
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        if b is None or isinstance(b, (str, bool, int)):
+            assert a == b, (a, b)
+        else:
+            np.testing.assert_allclose(_np(a), _np(b), rtol=2e-5, atol=2e-6)
+
+
+def raises(fn, T, cls=RuntimeError):
+    try:
+        fn()
+    except cls:
+        return f"{cls.__name__}"
+    return "no error"
+
+
+# -- the programs ------------------------------------------------------------------------------------------------
+def views_and_inplace(T):
+    x = T.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = x * 2
+    v = y[1:3]
+    v.mul_(x[:2])
+    y.t_() if y.ndim == 2 else None
+    (y.sin().sum() + v.sum()).backward()
+    return [x.grad, y]
+
+
+def transpose_view_write(T):
+    w = T.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    a = w * 1.0
+    a.t()[1].add_(w[0, :2] ** 2)
+    col = a[:, 0]
+    (a.exp().sum() * col.sum()).backward()
+    return [w.grad, a]
+
+
+def no_grad_sgd(T):
+    w = T.tensor([1.0, 2.0], requires_grad=True)
+    for _ in range(3):
+        loss = (w * w * w).sum()
+        loss.backward()
+        with T.no_grad():
+            w -= 0.1 * w.grad
+        w.grad.zero_()
+    return [w, w.grad, w.requires_grad, w.is_leaf]
+
+
+def detach_write(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1.5
+    y.detach().mul_(2)
+    (y * x).sum().backward()
+    return [x.grad, y]
+
+
+def data_write(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x.sin()  # NOTE: not exp, whose torch backward reads its saved output, which `.data` writes changed
+    y.data.mul_(0.5)
+    (y * x).sum().backward()
+    return [x.grad, y.requires_grad]
+
+
+def no_grad_write_keeps_graph(T):
+    x = T.tensor([1.0, -2.0], requires_grad=True)
+    y = x * 3
+    with T.no_grad():
+        y[0] = 100.0
+    (y * 2).sum().backward()
+    return [x.grad, y]
+
+
+def write_recording_into_plain(T):
+    w = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    buf = T.zeros(5)
+    buf[1:4] = w * 2
+    buf[0] = w[2]
+    (buf * T.arange(5.0)).sum().backward()
+    return [w.grad, buf, buf.requires_grad, buf.is_leaf]
+
+
+def hooks_and_retain_grad(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x.exp()
+    y.register_hook(lambda g: g * 3)
+    y.retain_grad()
+    h = (y * y)
+    h.register_hook(lambda g: g + 1)
+    x.register_hook(lambda g: g / 2)
+    h.sum().backward()
+    return [x.grad, y.grad]
+
+
+def double_backward(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = (x ** 3).sin().sum()
+    (g,) = T.autograd.grad(y, x, create_graph=True)
+    (g * g).sum().backward()
+    return [x.grad, g]
+
+
+def accumulation(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    for i in range(3):
+        (x * (i + 1)).sum().backward()
+    return [x.grad]
+
+
+def retain_graph(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = (x.sin() * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    return [x.grad, raises(y.backward, T)]
+
+
+def leaf_inplace_refused(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    return [raises(lambda: x.add_(1), T), raises(lambda: x[0].mul_(2), T), x]
+
+
+def autograd_grad_of_intermediate(T):
+    x = T.tensor([0.5, 1.5], requires_grad=True)
+    h = x.tanh()
+    out = (h * h * x).sum()
+    gh, gx = T.autograd.grad(out, [h, x])
+    return [gh, gx, x.grad]
+
+
+def unused_input(T):
+    x = T.tensor([1.0], requires_grad=True)
+    z = T.tensor([1.0], requires_grad=True)
+    y = (x * 2).sum()
+    (gz,) = T.autograd.grad(y, z, allow_unused=True, retain_graph=True)
+    return [gz, raises(lambda: T.autograd.grad(y, z), T)]
+
+
+def nonscalar(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = x * x
+    err = raises(y.backward, T)
+    y.backward(T.tensor([1.0, 0.5]))
+    return [err, x.grad]
+
+
+def backward_inputs(T):
+    a = T.tensor([1.0, 2.0], requires_grad=True)
+    b = T.tensor([3.0], requires_grad=True)
+    (a * b).sum().backward(inputs=[b])
+    return [a.grad, b.grad]
+
+
+def requires_grad_flags(T):
+    x = T.ones(2)
+    p = T.ones(2, requires_grad=True)
+    y = x * p
+    z = y.detach()
+    with T.no_grad():
+        w = p * 2
+    return [x.requires_grad, x.is_leaf, p.is_leaf, y.requires_grad, y.is_leaf, z.requires_grad, w.requires_grad,
+            y.grad_fn is None, p.grad_fn is None, raises(lambda: T.ones(2, dtype=T.int32).requires_grad_(), T),
+            raises(lambda: y.requires_grad_(False), T)]
+
+
+def detach_inplace(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.detach_()
+    z = (x * 3).sum()
+    z.backward()
+    return [y.requires_grad, x.grad]
+
+
+def multiple_outputs_and_integer(T):
+    x = T.tensor([[3.0, 1.0], [2.0, 5.0]], requires_grad=True)
+    vals, idx = x.max(dim=1)
+    (vals * T.tensor([1.0, 2.0])).sum().backward()
+    return [x.grad, idx.requires_grad]
+
+
+def mlp_training(T, opt_name):
+    T.manual_seed(0)
+    model = T.nn.Sequential(T.nn.Linear(4, 8), T.nn.Tanh(), T.nn.Linear(8, 3))
+    with T.no_grad():
+        for i, p in enumerate(model.parameters()):
+            p.copy_(T.tensor(np.random.default_rng(i).standard_normal(tuple(p.shape)).astype(np.float32) * 0.5))
+    opt = {"sgd": lambda ps: T.optim.SGD(ps, lr=0.1, momentum=0.9),
+           "adam": lambda ps: T.optim.Adam(ps, lr=0.01),
+           "adamw": lambda ps: T.optim.AdamW(ps, lr=0.01, weight_decay=0.1)}[opt_name](model.parameters())
+    rng = np.random.default_rng(7)
+    xs = T.tensor(rng.standard_normal((6, 4)).astype(np.float32))
+    ys = T.tensor(rng.integers(0, 3, 6).astype(np.int64))
+    losses = []
+    for _ in range(4):
+        opt.zero_grad()
+        for k in range(2):  # gradient accumulation over two micro-batches
+            loss = T.nn.functional.cross_entropy(model(xs[3 * k:3 * k + 3]), ys[3 * k:3 * k + 3]) / 2
+            loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return [T.tensor(losses), *[p for p in model.parameters()], *[p.grad for p in model.parameters()]]
+
+
+PROGRAMS = [views_and_inplace, transpose_view_write, no_grad_sgd, detach_write, data_write, no_grad_write_keeps_graph,
+            write_recording_into_plain, hooks_and_retain_grad, double_backward, accumulation, retain_graph,
+            leaf_inplace_refused, autograd_grad_of_intermediate, unused_input, nonscalar, backward_inputs,
+            requires_grad_flags, detach_inplace, multiple_outputs_and_integer]
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+def test_imperative_autograd_matches_pytorch(program):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        _agree(program(aotjax), program(torch))
+
+
+@pytest.mark.parametrize("opt_name", ["sgd", "adam", "adamw"])
+def test_a_training_loop_as_written_matches_pytorch(opt_name):
+    _agree(mlp_training(aotjax, opt_name), mlp_training(torch, opt_name))
+
+
+def test_a_value_saved_for_backward_then_overwritten_gives_the_gradient_at_the_saved_value():
+    # NOTE: torch raises ("modified by an inplace operation"); aotjax keeps saved values immutably and computes the
+    # gradient of the forward that ran: d/dx sum((x*1)**2) at the value the square saw
+    x = aotjax.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1.0
+    z = y * y
+    with aotjax.no_grad():
+        y.mul_(10)
+    z.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+
+
+def test_the_graph_is_freed_and_a_second_backward_says_so():
+    x = aotjax.tensor([1.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+
+
+def test_grad_of_a_non_leaf_warns():
+    x = aotjax.tensor([1.0], requires_grad=True)
+    y = x * 2
+    with pytest.warns(UserWarning, match="not a leaf"):
+        assert y.grad is None
+
+
+def test_an_exception_in_a_hook_leaves_every_grad_as_it_was():
+    x = aotjax.tensor([1.0, 2.0], requires_grad=True)
+    (x * x).sum().backward()
+    before = x.grad.numpy().copy()
+    y = x.exp()
+
+    def boom(g):
+        raise ValueError("hook failed")
+    y.register_hook(boom)
+    with pytest.raises(ValueError, match="hook failed"):
+        (y * x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), before)
+
+
+def test_grad_fn_names_and_next_functions():
+    x = aotjax.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * 3).sum()
+    assert y.grad_fn.name().endswith("Backward0")
+    (mul_fn, _), = y.grad_fn.next_functions
+    assert mul_fn.name() == "MulBackward0"
+    assert any(getattr(f, "variable", None) is x for f, _ in mul_fn.next_functions)
+    assert repr(x) == "tensor([1., 2.], requires_grad=True)"
+    assert "grad_fn=<MulBackward0>" in repr(x * 3)
+
+
+def test_the_eager_backward_compiles_once_per_graph_structure():
+    from aotjax.autograd import engine
+    w = aotjax.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
+    traces = []
+    for i in range(3):
+        x = aotjax.tensor([[float(i), 1.0]])
+        loss = (x @ w).tanh().sum()
+        loss.backward()
+        fn = engine._programs[next(reversed(engine._programs))]
+        traces.append(fn.trace_count)
+    assert traces == [1, 1, 1]
+
+
+def test_module_training_step_with_batchnorm_and_dropout_off_matches_torch():
+    def run(T):
+        T.manual_seed(0)
+        net = T.nn.Sequential(T.nn.Conv2d(1, 2, 3), T.nn.BatchNorm2d(2), T.nn.ReLU(), T.nn.Flatten(),
+                              T.nn.Linear(8, 2))
+        with T.no_grad():
+            for i, p in enumerate(net.parameters()):
+                p.copy_(T.tensor(np.random.default_rng(i).standard_normal(tuple(p.shape)).astype(np.float32) * 0.3))
+        opt = T.optim.SGD(net.parameters(), lr=0.05)
+        x = T.tensor(np.random.default_rng(3).standard_normal((4, 1, 4, 4)).astype(np.float32))
+        for _ in range(2):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+        return [*net.parameters(), net[1].running_mean, net[1].running_var]
+    _agree(run(aotjax), run(torch))
