@@ -320,3 +320,50 @@ def test_module_training_step_with_batchnorm_and_dropout_off_matches_torch():
             opt.step()
         return [*net.parameters(), net[1].running_mean, net[1].running_var]
     _agree(run(aotjax), run(torch))
+
+
+# -- the whole step compiled ----------------------------------------------------------------------------------------
+def _step_program(T, compile_step, zero_first: bool, steps: int = 4):
+    T.manual_seed(0)
+    m = T.nn.Sequential(T.nn.Linear(3, 5), T.nn.Tanh(), T.nn.Linear(5, 2))
+    with T.no_grad():
+        for i, p in enumerate(m.parameters()):
+            p.copy_(T.tensor(np.random.default_rng(i).standard_normal(tuple(p.shape)).astype(np.float32)))
+    opt = T.optim.AdamW(m.parameters(), lr=0.01)
+
+    def step(x, y):
+        if zero_first:
+            opt.zero_grad()
+        loss = T.nn.functional.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        if not zero_first:
+            opt.zero_grad()
+        return loss.detach()
+
+    run = compile_step(step)
+    rng = np.random.default_rng(3)
+    losses = []
+    for _ in range(steps):
+        x = T.tensor(rng.standard_normal((4, 3)).astype(np.float32))
+        y = T.tensor(rng.standard_normal((4, 2)).astype(np.float32))
+        losses.append(float(run(x, y)))
+    return [T.tensor(losses), *m.parameters(), *[p.grad is None for p in m.parameters()]], run
+
+
+@pytest.mark.parametrize("zero_first", [True, False], ids=["zero_grad-first", "zero_grad-last"])
+def test_a_whole_step_with_backward_under_jit_is_one_program_traced_once_and_matches_torch(zero_first):
+    ours, run = _step_program(aotjax, aotjax.jit, zero_first)
+    theirs, _ = _step_program(torch, lambda f: f, zero_first)
+    _agree(ours, theirs)
+    assert run.trace_count == 1
+
+
+def test_gradients_accumulate_across_calls_of_a_compiled_backward():
+    def run(T, compile_fn):
+        w = T.tensor([1.0, -2.0], requires_grad=True)
+        f = compile_fn(lambda x: (w * w * x).sum().backward())
+        for i in range(3):
+            f(T.tensor([float(i + 1), 1.0]))
+        return [w.grad, w]
+    _agree(run(aotjax, aotjax.jit), run(torch, lambda f: f))

@@ -214,7 +214,7 @@ def test_the_same_tensor_object_changed_in_place_between_calls_misses(change):
     changed in place since (the same object) is checked again, and the call gives eager's results."""
     f = aotjax.jit(_scaled_rows)
     if change == "Module.to(dtype)":
-        lin = aotjax.nn.Linear(3, 2)
+        lin = aotjax.nn.Linear(3, 2).requires_grad_(False)  # NOTE: written in place: not a leaf that requires grad
         x = lin.weight
     else:
         x = aotjax.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))

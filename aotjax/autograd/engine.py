@@ -22,11 +22,11 @@ from typing import Callable, Sequence
 
 import jax
 
-from aotjax.autograd import graph
+from aotjax.autograd import grad_state, graph
 from aotjax.autograd.graph import Input, Leaf, Node, Written
 from aotjax.core import views
 from aotjax.core.avals import get_aval
-from aotjax.core.interpreter import grad_mode
+from aotjax.core.interpreter import Tracer, grad_mode
 from aotjax.core.ir import param_key
 from aotjax.core.primitive import Primitive, Recompute, output_size_flops
 from aotjax.core.source_info import where
@@ -390,6 +390,16 @@ def _run_hooks(watched: list, probes: list, by_leaf: dict, by_probe: dict, creat
 
 def _accumulate(t: Tensor, ct, create_graph: bool) -> None:
     """Add `ct` to `t.grad` (in place when it has one and the graph is not being made, as PyTorch)."""
+    staging = grad_state.active()
+    if staging is not None and isinstance(ct, Tracer) and not isinstance(t, Tracer):
+        # NOTE: a staged function's backward: the gradient is a traced value, the `.grad` state (see grad_state)
+        current = staging.read(t, graph.grad_of(t))
+        if current is not None and not isinstance(current, Tracer):
+            with grad_mode(False):
+                current.add_(ct)  # NOTE: into the eager `.grad`, captured: the program writes it back
+        else:
+            staging.assign(t, ct if current is None else current + ct)
+        return
     meta = graph.meta_of(t)
     if meta.grad is None:
         meta.grad = ct if create_graph else _owned(ct)

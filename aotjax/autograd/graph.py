@@ -118,11 +118,12 @@ def register_detaching(prim: Primitive) -> None:
     _detaching.add(prim)
 
 
-def _view_records(step) -> bool:
+def view_step_records(step) -> bool:
+    """Whether a view of a tensor that requires grad through `step` requires grad."""
     return step.prim not in _detaching and _state.grad_enabled
 
 
-view_records[0] = _view_records
+view_records[0] = view_step_records
 view_records[1] = NONLEAF
 
 
@@ -206,6 +207,23 @@ def factory(fn: Callable) -> Callable:
             mark_leaf(t)
         return t
     return make
+
+
+def link_lifted(inner: Tensor, outer) -> None:
+    """`inner`, a tensor of a staged function standing for `outer` (an argument or a captured tensor, viewing all of
+    its storage), requires grad if `outer` does, at the same place in the graph (a leaf stays that leaf)."""
+    if not isinstance(outer, Tensor) or outer._ag is None or inner._chain or outer._chain:
+        return
+    inner._ag = outer._ag
+    storage = inner._storage
+    if storage.grad_node is None:
+        storage.grad_node, storage.grad_index = outer._storage.grad_node, outer._storage.grad_index
+
+
+def grad_of(t: Tensor):
+    """`t.grad` as it is stored (no warning, no staging)."""
+    ag = t._ag
+    return None if ag is None or ag is NONLEAF else ag.grad
 
 
 def leaf_of(t: Tensor) -> Leaf | None:

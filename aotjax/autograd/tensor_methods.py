@@ -14,7 +14,7 @@ import weakref
 from typing import Callable
 
 from aotjax import tensor as tensor_module
-from aotjax.autograd import graph
+from aotjax.autograd import grad_state, graph
 from aotjax.autograd.engine import Root, run_backward
 from aotjax.autograd.graph import Leaf, Node
 from aotjax.core.interpreter import Tracer
@@ -71,6 +71,9 @@ def _is_leaf(self) -> bool:
 
 # -- grad ------------------------------------------------------------------------------------------------------------
 def _get_grad(self):
+    staging, target = _staged_grad(self)
+    if staging is not None:
+        return staging.read(target, graph.grad_of(target))
     ag = self._ag
     if ag is None or ag is graph.NONLEAF:
         if ag is not None and not _is_leaf(self):
@@ -103,7 +106,26 @@ def _set_grad(self, value) -> None:
             return
         raise RuntimeError(f"grad: this tensor does not require grad, so it holds no .grad{where()}; call "
                            f"requires_grad_() on it first")
+    staging, target = _staged_grad(self)
+    if staging is not None:
+        staging.assign(target, value)
+        return
     graph.meta_of(self).grad = value
+
+
+def _staged_grad(t: Tensor):
+    """`(staging, eager leaf)` when a staged function is traced and `t` is (or stands for) an eager leaf: its
+    `.grad` is then the staging's (`aotjax.autograd.grad_state`); else `(None, t)`."""
+    staging = grad_state.active()
+    if staging is None:
+        return None, t
+    ag = t._ag
+    if ag is None or ag is graph.NONLEAF or ag.leaf is None:
+        return None, t
+    target = ag.leaf.tensor()
+    if target is None or isinstance(target, Tracer):
+        return None, t
+    return staging, target
 
 
 def _del_grad(self) -> None:
@@ -298,7 +320,6 @@ def _root(t, ct, what: str, i: int) -> Root:
     from aotjax.ops.creation.factories import ones
     if not isinstance(t, Tensor):
         raise TypeError(f"{what}: expected Tensors to differentiate, got {type(t).__name__}{where()}")
-    _eager(t, what)
     if not graph.joins_graph(t):
         raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn{where()}")
     if ct is None:

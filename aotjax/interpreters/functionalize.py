@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import weakref
 
+from aotjax.autograd import graph
 from aotjax.core import views
 from aotjax.core.avals import get_aval
 from aotjax.core.errors import AliasingError, UnsupportedError
@@ -31,7 +32,7 @@ class FunctionalStorage:
     the interpreters below), `version` counts the writes, `origin` tags the boundary's input groups,
     `captured` marks a tensor lifted from outside the function (by `pure`: read-only)."""
 
-    __slots__ = ("base", "version", "origin", "immutable", "captured")
+    __slots__ = ("base", "version", "origin", "immutable", "captured", "grad_node", "grad_index")
 
     def __init__(self, base, origin=None, immutable: str | None = None, captured: bool = False):
         self.base = base
@@ -39,6 +40,8 @@ class FunctionalStorage:
         self.origin = origin
         self.immutable = immutable  # what the base is, if it is an immutable argument (a jax.Array, ...)
         self.captured = captured
+        self.grad_node = None  # imperative autograd inside a staged function: as `Storage.grad_node`
+        self.grad_index = 0
 
 
 class FunctionalTensor(Tracer, Tensor):
@@ -116,16 +119,25 @@ class FunctionalizeTrace(Trace):
                 return self._snapshot_of(val, origin)
             argument = self.arguments.get(views.storage_key(val)) if self.arguments else None
             if argument is not None:
-                return self._argument_view(val, *argument)
+                return self._linked(self._argument_view(val, *argument), val)
             if self.capture is not None and self._live(val):
                 implicit = self.capture(val)
                 if implicit is not None:
-                    return implicit
+                    return self._linked(implicit, val)
             return FunctionalTensor(self, FunctionalStorage(val, captured=True), (), get_aval(val), val._strides,
                                     val._offset)
         return val  # NOTE: scalars and arrays pass through, so the trace below still makes them literals
 
     lift = pure
+
+    links_autograd = False  # NOTE: set by a staging boundary (jit, aot): see `_linked`
+
+    def _linked(self, t: FunctionalTensor, val: Tensor) -> FunctionalTensor:
+        """`t`, standing for captured `val`: in a staged function it requires grad where `val` does (a leaf stays that
+        leaf), so that `backward()` inside reaches it."""
+        if self.links_autograd:
+            graph.link_lifted(t, val)
+        return t
 
     def writes_captured(self, x) -> bool:
         return self.capture is not None and self._live(x)  # NOTE: an eager tensor becomes an implicit input
@@ -168,14 +180,20 @@ class FunctionalizeTrace(Trace):
         with below(self.main):
             kind = prim.kind
             if kind is Kind.FUNCTIONAL:
-                outs = prim.bind(*map(_read, tracers), **params)
+                vals = list(map(_read, tracers))
+                outs = prim.bind(*vals, **params)
                 outs = [self.new_tensor(o) for o in (outs if prim.multiple_results else [outs])]
+                if graph.records(tracers):  # NOTE: imperative autograd inside a staged function (`backward()`)
+                    graph.record_functional(prim, params, tracers, vals, outs)
                 return record_layout(prim, tracers, outs, params)  # NOTE: elementwise results keep a layout
             if kind is Kind.VIEW:
                 x = tracers[0]
                 (aval,) = abstract_eval(prim, [get_aval(t) for t in tracers], params)
                 chain = x._chain + (views.ViewStep.make(prim, params),)
-                return [FunctionalTensor(self, x._storage, chain, aval, *view_layout(prim, x, aval.shape, params))]
+                t = FunctionalTensor(self, x._storage, chain, aval, *view_layout(prim, x, aval.shape, params))
+                if x._ag is not None and graph.view_step_records(chain[-1]):
+                    t._ag = graph.NONLEAF
+                return [t]
             if prim.metadata_view is not None:
                 return [self._metadata_mutation(prim, tracers[0], params)]
             return self._data_mutation(prim, tracers, params)
@@ -193,12 +211,14 @@ class FunctionalizeTrace(Trace):
         written = [tracers[i] for i in prim.mutates]
         for t in written:
             _check_mutable(prim, t)
+        recording = graph.check_write(prim, tracers)
         # NOTE: a written view is read once; its intermediates serve the write back through the chain. Under
         # `no_grad` only the value written has no derivative: reading and writing back keep the rest of the base's.
         with grad_mode(True):
             chain_vals = {id(t): views.chain_values(bind, t._storage.base, t._chain) for t in written if t._chain}
             operands = [chain_vals[id(t)][-1] if id(t) in chain_vals else _read(t) for t in tracers]
         new = prim.functional.bind(*operands, **params)
+        old_bases = [t._storage.base for t in written] if recording else None
         for t, v in zip(written, new if len(written) > 1 else [new], strict=True):
             if v.dtype != t.dtype:  # NOTE: in-place ops cast their result to the written tensor's dtype
                 v = hooks.convert(v, t.dtype)
@@ -206,6 +226,8 @@ class FunctionalizeTrace(Trace):
                 self.check_write(prim, t, v)
             with grad_mode(True):
                 write(t, v, chain_vals.get(id(t)))
+        if recording:
+            graph.record_write(prim, params, tracers, operands, old_bases)
         return written
 
 

@@ -83,12 +83,13 @@ def reset_grads(params, set_to_none: bool) -> None:
     """Set the `.grad` of each of `params` to None, or fill it with zeros in place (`zero_grad`)."""
     with grad_mode(False):
         for p in params:
-            g = p.grad if p.requires_grad and graph.leaf_of(p) is not None else None
-            if g is None:
+            if not p.requires_grad or graph.leaf_of(p) is None:
                 continue
             if set_to_none:
-                p.grad = None
-            else:
+                p.grad = None  # NOTE: not read first: a staged step's `.grad` at entry is then no guard of it
+                continue
+            g = p.grad
+            if g is not None:
                 g.zero_()
 
 

@@ -276,10 +276,12 @@ class Optimizer:
         if closure is not None:
             with grad_mode(True):
                 loss = closure()
-        # NOTE: eagerly the update runs under `no_grad()`, as torch's (a parameter is a leaf that requires grad);
-        # under a transform the gradients are detached instead, so differentiating through a step sees its update
+        # NOTE: the update runs under `no_grad()`, as torch's, where parameters are leaves that require grad (eagerly,
+        # or inside a staged step); under a differentiating transform the gradients are detached instead, so
+        # differentiating through a step sees its update
         eager = not any(isinstance(p, Tracer) for p in self.state.params)
-        with grad_mode(False) if eager else contextlib.nullcontext():
+        no_grad = eager or any(p._ag is not None for p in self.state.params)
+        with grad_mode(False) if no_grad else contextlib.nullcontext():
             flat = self._own_grads() if grads is None else self._flat_grads(grads)
             if eager and grads is None and not staging():
                 _compiled_update(self, flat)  # NOTE: the `.grad` step eagerly: one compiled program, not op by op
@@ -473,7 +475,12 @@ def _update_all(opt: Optimizer, flat: list) -> None:
             index += 1
 
 
-_compiled_update = jit(_update_all)  # NOTE: traced once per optimizer structure and pattern of missing gradients
+def _update_all_without_grad(opt: Optimizer, flat: list) -> None:
+    with grad_mode(False):  # NOTE: a staged function starts with grad enabled: the update is outside any graph
+        _update_all(opt, flat)
+
+
+_compiled_update = jit(_update_all_without_grad)  # NOTE: traced once per optimizer and pattern of missing gradients
 
 
 def _holds_tensors(value) -> bool:

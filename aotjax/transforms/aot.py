@@ -91,7 +91,7 @@ from aotjax.transforms.aot_signature import (  # noqa: F401
 )
 from aotjax.transforms.autodiff import _gc_paused
 from aotjax.transforms.export import AotExport, abstract_arguments, export_program, symbolic_errors
-from aotjax.transforms.functionalize import Staged, stage_functionalized
+from aotjax.transforms.functionalize import Staged, finish_call, stage_functionalized
 from aotjax.transforms.jit import Jitted, _Entry, _lowered_program, bind_staged, recorded_call, records_call
 from aotjax.transforms.joint import compose_joint, linearize_program, transpose_program
 from aotjax.transforms.passes import as_pass, run_pass
@@ -284,8 +284,9 @@ class Aot(Jitted):
             key = (in_tree, statics, signature, self.checks_enabled)
             entry, leaves = self._live_entry(args, kwargs, key, leaves)
             if records_call(entry.staged, leaves):  # NOTE: imperative autograd: the forward runs, residuals kept
-                return recorded_call(entry.staged, leaves, functools.partial(run_recorded, entry))
-            return entry.plain.run(leaves, entry.plain.fn)
+                return finish_call(entry.staged, recorded_call(entry.staged, leaves,
+                                                               functools.partial(run_recorded, entry)))
+            return finish_call(entry.staged, entry.plain.run(leaves, entry.plain.fn))
         key = (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled)
         entry, leaves = self._live_entry(args, kwargs, key, leaves)
         return bind_staged(entry.staged, leaves, functools.partial(aot_call_p.bind, entry=entry))

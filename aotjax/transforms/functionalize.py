@@ -6,11 +6,13 @@ from __future__ import annotations
 import functools
 import inspect
 import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import jax
 
+from aotjax.autograd import grad_state, graph
 from aotjax.core.avals import get_aval
 from aotjax.core.interpreter import full_raise, new_main
 from aotjax.core.ir import ClosedJaxpr, JaxprMeta
@@ -86,11 +88,20 @@ class Staged:
     leaves: list
     key: tuple | None = None
     implicit: list = field(default_factory=list)  # the captured tensors that are implicit inputs, after the others
+    # imperative autograd: the `.grad`s the function assigned, `(weak parameter, whether it is an output)` (None
+    # otherwise), in the order of the extra outputs (`finish_call`); and the ones it read as they were at entry,
+    # `(weak parameter, whether it was None)`: a call where that changed traces again
+    grad_effects: list = field(default_factory=list)
+    grad_guards: list = field(default_factory=list)
 
     def call_leaves(self, leaves: list) -> list | None:
         """A call's flat arguments followed by the implicit inputs (their current values are read), or None when
         the program no longer fits them (a captured tensor changed shape or dtype, or the call passes it as an
-        argument too): then it is traced again."""
+        argument too, or a `.grad` the function read became or stopped being None): then it is traced again."""
+        for ref, was_none in self.grad_guards:
+            p = ref()
+            if p is not None and (graph.grad_of(p) is None) != was_none:
+                return None
         if not self.implicit:
             return leaves
         full = [*leaves, *self.implicit]
@@ -126,10 +137,17 @@ def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_arg
 
         with new_main(FunctionalizeTrace, dynamic=True) as fmain:
             inner = boundary.enter(fmain.trace, groups, base_tracers, leaves)
+            fmain.trace.links_autograd = True
+            for t, x in zip(inner, leaves):
+                graph.link_lifted(t, x)
             if live:
                 fmain.trace.capture = functools.partial(capture_live, fmain.trace, groups, leaves, inner, new_input)
             inner_args, inner_kwargs = jax.tree_util.tree_unflatten(in_tree, inner[:n_explicit])
-            out = fun(*merge(inner_args), **inner_kwargs)
+            with grad_state.staging_grads() as grads:
+                out = fun(*merge(inner_args), **inner_kwargs)
+            effects = [(weakref.ref(t), v is not None) for t, v in grads.assigned.values()]
+            if effects:  # NOTE: `.grad`s the function assigned: extra outputs, assigned by every call
+                out = (out, tuple(v for _, v in grads.assigned.values() if v is not None))
             out_paths, out_tree = jax.tree_util.tree_flatten_with_path(out)
             body = boundary.collect(fmain.trace, groups, inner, [o for _, o in out_paths], out_tree)
         meta = body.meta
@@ -142,7 +160,25 @@ def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_arg
     meta.input_names = _input_names(fun, path_leaves, len(args), static) + _captured_names(fun, implicit)
     meta.output_names = ["out" + jax.tree_util.keystr(p) for p, _ in out_paths]
     closed.meta = JaxprMeta(name=getattr(fun, "__name__", "fn"))
-    return Staged(closed, meta, groups, leaves, implicit=implicit)
+    staged = Staged(closed, meta, groups, leaves, implicit=implicit)
+    staged.grad_effects = effects
+    staged.grad_guards = list(grads.consulted.values())
+    return staged
+
+
+def finish_call(staged: Staged, out):
+    """The output of a call of `staged` as its function returned it, after assigning the `.grad`s the function
+    assigned (its extra outputs, `grad_effects`)."""
+    if not staged.grad_effects:
+        return out
+    out, values = out
+    values = iter(values)
+    for ref, is_output in staged.grad_effects:
+        p = ref()
+        value = next(values) if is_output else None
+        if p is not None and p._ag is not None:
+            graph.meta_of(p).grad = value
+    return out
 
 
 def as_it_is(base):

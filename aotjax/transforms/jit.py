@@ -37,7 +37,7 @@ from aotjax.runtime import boundary, fast_call, guards
 from aotjax.runtime.boundary import GroupKind, OutKind, Slot
 from aotjax.tensor import Tensor
 from aotjax.transforms.argnums import fun_name, normalize_argnums
-from aotjax.transforms.functionalize import Staged, functionalize, stage_functionalized
+from aotjax.transforms.functionalize import Staged, finish_call, functionalize, stage_functionalized
 from aotjax.transforms.make_jaxpr import make_jaxpr, split_static
 from aotjax.transforms.passes import run_pass
 
@@ -266,10 +266,12 @@ class Jitted:
                 return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
         key = (in_tree, statics, signature, self.checks_enabled)
         entry, full = self._live_entry(args, kwargs, key, leaves)
-        if records_call(entry.staged, full):  # NOTE: imperative autograd: one node of the recording, never fast
-            return recorded_call(entry.staged, full, functools.partial(compiled_call_p.bind, program=entry.program))
+        staged = entry.staged
+        if records_call(staged, full):  # NOTE: imperative autograd: one node of the recording, never fast
+            return finish_call(staged, recorded_call(staged, full, functools.partial(compiled_call_p.bind,
+                                                                                     program=entry.program)))
         fast_sig = None
-        if not kwargs and entry.checks is None:
+        if not kwargs and entry.checks is None and not staged.grad_effects and not staged.grad_guards:
             dyn = tuple(a for i, a in enumerate(args) if i not in static_pos) if static_pos else args
             fast_sig = fast_call.signature(dyn, entry.staged.implicit)
         out = entry.run(full, entry.fn)
@@ -285,7 +287,7 @@ class Jitted:
                     self._fast_run = functools.partial(self._fast_static, fast)
                 else:
                     self._invoke = fast.run
-        return out
+        return finish_call(staged, out)
 
     # NOTE: `jitted(*args)` calls `_invoke`: `_call`, or once a call without static arguments ran, that call's fast
     # path compiled to take the arguments itself (`FastCall.build` with `slow`; where it misses it goes on to
@@ -385,11 +387,12 @@ def bind_staged(staged: Staged, leaves: list, bind: Callable) -> Any:
 
 def records_call(staged: Staged, leaves: list) -> bool:
     """Whether an eager call of `staged` on `leaves` is recorded for imperative autograd (`recorded_call`): grad is
-    enabled and an input requires grad, and the program writes no input that requires grad. NOTE: a program that
+    enabled and an input requires grad, the function assigns no `.grad` and writes no input that requires grad.
+    NOTE: a program that
     updates parameters in place is a training step (a functional one: `value_and_grad` then `opt.step(grads)`, or
     one that calls `backward()` inside): its outputs are not differentiated again, and it runs as compiled
     (donating, sharded, fast) rather than as a node."""
-    if not graph.records(leaves):
+    if staged.grad_effects or not graph.records(leaves):  # NOTE: a function that calls `backward()` is a step
         return False
     groups = staged.meta.groups
     return not any(graph.requires_grad(boundary.group_base(groups[g], leaves)) for g in staged.meta.mutated)
