@@ -678,12 +678,12 @@ def _m_detach_sees_mutation_jnp(x):
 
 
 def _m_write_through_detach(x):
-    x.detach().mul_(2)  # a write the derivative does not see: x's new value is a constant
+    x.detach().mul_(2)  # a write the graph does not see (torch's): x's value doubles, its derivative stays x's
     return (x * x).sum()
 
 
 def _m_write_through_detach_jnp(x):
-    x = jax.lax.stop_gradient(x) * 2
+    x = x + jax.lax.stop_gradient(x * 2 - x)
     return (x * x).sum()
 
 

@@ -91,37 +91,79 @@ def test_forward_mode_vjp_and_vmap_see_no_derivative_inside():
     np.testing.assert_allclose(as_np(got), jax.vmap(jax.grad(lambda x: jf(x).sum()))(xs), rtol=1e-6)
 
 
-def test_a_write_in_place_inside_no_grad_writes_a_value_without_derivative_and_keeps_the_rest():
-    # NOTE: torch leaves the written tensor's derivative as it was (the write is not recorded); aotjax cuts the
-    # derivative of the written elements only, as `x.at[i].set(stop_gradient(v))` in JAX (the README says so).
-    def f(x):
-        w = x * 1.0
-        with aotjax.no_grad():
-            w[1:].mul_(3.0)
-        return (w * x).sum()
+def _torch_grad(program, *values, argnum=0):
+    args = [torch.tensor(v, requires_grad=True) for v in values]
+    program(torch, *args).backward()
+    return args[argnum].grad.numpy()
 
-    def jf(x):
-        w = x * 1.0
-        w = w.at[1:].set(jax.lax.stop_gradient(w[1:] * 3.0))
-        return (w * x).sum()
 
-    expected = jax.grad(jf)(X)
-    for how, way in grad_ways(f).items():
+def write_under_no_grad(lib, x):
+    w = x * 1.0
+    with lib.no_grad():
+        w[1:].mul_(3.0)
+    return (w * x).sum()
+
+
+def write_through_detach(lib, x):
+    w = x * 2.0
+    w.detach()[:2].add_(1.0)
+    return (w * x).sum()
+
+
+def step_then_loss(lib, p, g):
+    p = p * 1.0  # NOTE: torch refuses an in-place write to a leaf that requires grad outside no_grad; inside is fine
+    with lib.no_grad():
+        p.sub_(0.1 * g)
+    return (p * p).sum()
+
+
+# PyTorch's own AOTAutograd tests (test_aotdispatch.py): input mutations under no_grad and through detach
+def aotdispatch_requires_grad_detach(lib, a):
+    a.detach().mul_(2)
+    return (a + 3).sum()
+
+
+def aotdispatch_requires_grad_no_grad(lib, a):
+    with lib.no_grad():
+        a.mul_(2)
+    return (a + 3).sum()
+
+
+def aotdispatch_no_grad_detach_mixed(lib, a):
+    a.detach().mul_(2)
+    a.mul_(3)
+    with lib.no_grad():
+        a.mul_(4)
+    return (a + 5).sum()
+
+
+def _through_clone(program):
+    """`program` on a non-leaf copy of its argument: torch refuses `a.mul_(3)` on a leaf that requires grad (its
+    AOTAutograd tests mutate a graph input, which is no leaf there)."""
+    return lambda lib, a: program(lib, a * 1.0)
+
+
+@pytest.mark.parametrize("program", [write_under_no_grad, write_through_detach, aotdispatch_requires_grad_detach,
+                                     aotdispatch_requires_grad_no_grad, aotdispatch_no_grad_detach_mixed],
+                         ids=lambda p: p.__name__)
+def test_a_write_under_no_grad_or_through_detach_keeps_the_written_tensors_derivative_as_torch(program):
+    # NOTE: torch records nothing for such a write: the tensor's graph stays as it was, its value changes
+    program = _through_clone(program)
+    expected = _torch_grad(program, X)
+    for how, way in grad_ways(lambda x: program(aotjax, x)).items():
         np.testing.assert_allclose(as_np(way(aotjax.tensor(X))[1]), expected, rtol=1e-6, err_msg=how)
+    x = aotjax.tensor(X, requires_grad=True)  # and imperatively, as written
+    program(aotjax, x).backward()
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)
 
 
 def test_an_optimizer_style_update_inside_no_grad_then_a_loss_through_the_updated_parameter():
-    def step_then_loss(p, g):
-        with aotjax.no_grad():
-            p.sub_(0.1 * g)
-        return (p * p).sum()
-
-    p, g = aotjax.tensor(X), aotjax.tensor(np.ones(3, np.float32))
-    got = aotjax.grad(step_then_loss)(p.clone(), g)
-    # the loss reads the written value, which has no derivative with respect to p
-    np.testing.assert_allclose(as_np(got), np.zeros(3), atol=0)
-    grads = aotjax.grad(step_then_loss, argnums=1)(p.clone(), g)
-    np.testing.assert_allclose(as_np(grads), np.zeros(3), atol=0)
+    g = np.ones(3, np.float32)
+    for argnum in (0, 1):
+        expected = _torch_grad(step_then_loss, X, g, argnum=argnum) if argnum == 0 else np.zeros(3)
+        got = aotjax.grad(lambda p, g: step_then_loss(aotjax, p, g), argnums=argnum)(aotjax.tensor(X),
+                                                                                      aotjax.tensor(g))
+        np.testing.assert_allclose(as_np(got), expected, rtol=1e-6, atol=0)
 
 
 def test_grad_inside_no_grad_still_differentiates_its_function():

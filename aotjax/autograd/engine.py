@@ -28,32 +28,11 @@ from aotjax.core import views
 from aotjax.core.avals import get_aval
 from aotjax.core.interpreter import Tracer, grad_mode
 from aotjax.core.ir import param_key
-from aotjax.core.primitive import Primitive, Recompute, output_size_flops
 from aotjax.core.source_info import where
-from aotjax.interpreters.batching import batching_rules, bdim_at_front, not_mapped
-from aotjax.interpreters.jvp import jvp_rules
-from aotjax.interpreters.lowering import register_lowering
+from aotjax.ops.shape.views import pinned_p
 from aotjax.tensor import Tensor
 
 __all__ = ["run_backward", "pinned_p"]
-
-# -- pinned: a value with another value's derivative -------------------------------------------------------------
-# `pinned(g, r)` is `r`, with the derivative of `g`: a replayed node reads the value its forward read, and the
-# derivative that reaches it through the graph. Its jvp rule returns `r` itself, so the replayed `g` is dead.
-pinned_p = Primitive("autograd_pinned", recompute=Recompute.CHEAP, flops=output_size_flops)
-pinned_p.abstract_eval = lambda g, r: r
-register_lowering(pinned_p, lambda g, r: r)
-jvp_rules[pinned_p] = lambda primals, tangents: ([primals[1]], [tangents[0]])
-
-
-def _pinned_batch(axis_size, vals, bdims):
-    if all(d is not_mapped for d in bdims):
-        return [pinned_p.bind(*vals)], [not_mapped]
-    return [pinned_p.bind(*(bdim_at_front(v, d, axis_size) for v, d in zip(vals, bdims)))], [0]
-
-
-batching_rules[pinned_p] = _pinned_batch
-
 
 def _bind(prim, x, **params):
     return prim.bind(x, **params)

@@ -127,6 +127,11 @@ view_records[0] = view_step_records
 view_records[1] = NONLEAF
 
 
+def is_detached(t: Tensor) -> bool:
+    """Whether `t` views its storage through a detaching step (`detach()`, `.data`)."""
+    return any(step.prim in _detaching for step in t._chain)
+
+
 def requires_grad(x) -> bool:
     """Whether `x` is an eager tensor that requires grad."""
     return isinstance(x, Tensor) and x._ag is not None

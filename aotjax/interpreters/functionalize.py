@@ -20,7 +20,7 @@ from aotjax.autograd import graph
 from aotjax.core import views
 from aotjax.core.avals import get_aval
 from aotjax.core.errors import AliasingError, UnsupportedError
-from aotjax.core.interpreter import Trace, Tracer, below, bind, grad_mode
+from aotjax.core.interpreter import Trace, Tracer, below, bind, grad_enabled, grad_mode
 from aotjax.core.primitive import Kind, abstract_eval
 from aotjax.core.source_info import where
 from aotjax.interpreters import hooks
@@ -212,6 +212,9 @@ class FunctionalizeTrace(Trace):
         for t in written:
             _check_mutable(prim, t)
         recording = graph.check_write(prim, tracers)
+        # NOTE: a write under `no_grad()` or through a detached view changes the value and keeps the derivative the
+        # written tensor had (torch records nothing for it: its graph stays as it was)
+        detached = not grad_enabled() or any(graph.is_detached(t) for t in written)
         # NOTE: a written view is read once; its intermediates serve the write back through the chain. Under
         # `no_grad` only the value written has no derivative: reading and writing back keep the rest of the base's.
         with grad_mode(True):
@@ -225,7 +228,10 @@ class FunctionalizeTrace(Trace):
             if self.check_write is not None:
                 self.check_write(prim, t, v)
             with grad_mode(True):
+                old = t._storage.base
                 write(t, v, chain_vals.get(id(t)))
+                if detached:
+                    t._storage.base = hooks.keep_derivative(old, t._storage.base)
         if recording:
             graph.record_write(prim, params, tracers, operands, old_bases)
         return written

@@ -26,4 +26,5 @@ expand = _unset("expand")  # expand(x, shape): `x` broadcast to `shape`
 permute = _unset("permute")  # permute(x, perm): `x` with its axes in the order `perm`
 convert = _unset("convert")  # convert(x, dtype): `x` converted to `dtype` (`x` itself if it has it)
 arange = _unset("arange")  # arange(n): int32 0, 1, ..., n - 1 (vmap's example indices)
+keep_derivative = _unset("keep_derivative")  # keep_derivative(d, v): `v` with the derivative of `d` (same aval)
 as_tensor = _unset("as_tensor")  # as_tensor(x): `x` if it is a Tensor, else a Tensor holding the array `x`

@@ -1,10 +1,10 @@
 """`no_grad`, `enable_grad`, `inference_mode` and `set_grad_enabled`, as in PyTorch: values computed inside
 `no_grad()` are not differentiated, under every transform.
 
-aotjax has no tape: a derivative is taken by a transform (`grad`, `vjp`, `jvp`, ...) tracing the function. So
-inside `no_grad()` every traced op's result is cut from differentiation (`stop_gradient`; a view's result is
-detached, staying a view). A write in place inside `no_grad()` (an optimizer's `p.sub_(lr * g)`) writes a value
-with no derivative; the elements it does not write keep theirs. Eager code is unaffected, as it records nothing.
+Inside `no_grad()` nothing is recorded for imperative autograd, and under the transforms every traced op's result is
+cut from differentiation (`stop_gradient`; a view's result is detached, staying a view). A write in place inside
+`no_grad()` (an optimizer's `p.sub_(lr * g)`), or through a detached view, changes the written tensor's value and
+keeps the derivative it had, as torch's (the write is not part of the graph: `pinned` in `aotjax.ops.shape.views`).
 
 As with `torch.func.grad`, a transform called inside `no_grad()` still differentiates its own function (an
 outer `no_grad` does not reach into `grad(f)`), and a compiled program is traced with grad enabled, so one

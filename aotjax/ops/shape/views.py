@@ -21,9 +21,10 @@ from aotjax.core.source_info import where
 from aotjax.dtypes import contiguous_format
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, instantiate, unbroadcast
-from aotjax.interpreters.batching import batching_rules, bdim_at_front, shift_axis
+from aotjax.interpreters.batching import batching_rules, bdim_at_front, not_mapped, shift_axis
 from aotjax.interpreters.batching import moveaxis as move_batch_axis
-from aotjax.interpreters.jvp import defjvp_zero, deflinear
+from aotjax.interpreters.jvp import defjvp_zero, deflinear, jvp_rules
+from aotjax.interpreters.lowering import register_lowering
 from aotjax.interpreters.transpose import deflinear_transpose, defview_transpose
 from aotjax.ops.base.casts import convert
 from aotjax.ops.base.combinators import elementwise, standard_primitive
@@ -829,6 +830,25 @@ defjvp_zero(detach_p)  # NOTE: detach is stop_gradient: no tangent flows through
 deflinear_transpose(detach_p, lambda ct, x: Zero(x.aval))
 stop_gradient_p = elementwise("stop_gradient", lax.stop_gradient)  # NOTE: `detach` of a result that is no view
 defjvp_zero(stop_gradient_p)
+
+# `pinned(d, v)` is `v` with the derivative of `d` (operands of one aval). Imperative autograd's replay reads each
+# value its forward read, with the derivative the graph gives it (`aotjax.autograd.engine`); a write under `no_grad()`
+# or through a detached view changes a tensor's value and keeps its derivative, as torch's (functionalize). Its jvp
+# rule returns `v` itself, so a replayed `d` is dead code.
+pinned_p = Primitive("pinned", recompute=Recompute.CHEAP, flops=output_size_flops)
+pinned_p.abstract_eval = lambda d, v: v
+register_lowering(pinned_p, lambda d, v: v)
+jvp_rules[pinned_p] = lambda primals, tangents: ([primals[1]], [tangents[0]])
+
+
+def _pinned_batch(axis_size, vals, bdims):
+    if all(b is not_mapped for b in bdims):
+        return [pinned_p.bind(*vals)], [not_mapped]
+    return [pinned_p.bind(*(bdim_at_front(v, b, axis_size) for v, b in zip(vals, bdims)))], [0]
+
+
+batching_rules[pinned_p] = _pinned_batch
+hooks.keep_derivative = pinned_p.bind
 
 
 def _cut_derivatives(prim: Primitive, outs: list) -> list:
