@@ -68,7 +68,9 @@ class Root:
 
 
 def _static(x) -> bool:
-    return not isinstance(x, (jax.Array, Tensor)) and not hasattr(x, "__array__") or isinstance(x, (int, float))
+    """Whether a constant operand is a Python value the replay keeps in its structure (a number, None, ...), not an
+    array it takes as an input."""
+    return isinstance(x, (int, float)) or not (isinstance(x, (jax.Array, Tensor)) or hasattr(x, "__array__"))
 
 
 class Replay:
@@ -109,16 +111,11 @@ class Replay:
         self.key = (tuple(key), tuple(self.roots), tuple(self.probes))
 
     @staticmethod
-    def values(order: list[Node]) -> list:
-        """The array operands of `order`'s nodes, in the order `__call__` takes them."""
-        vals = []
-        for node in order:
-            for op in node.operands:
-                if type(op) is Input or type(op) is Written:
-                    vals.append(op.value)
-                elif not _static(op):
-                    vals.append(op)
-        return vals
+    def values(order: list[Node], read: Callable) -> list:
+        """`read(operand)` of each array operand of `order`'s nodes (`Input`, `Written` or an array constant), in
+        the order `__call__` takes them."""
+        return [read(op) for node in order for op in node.operands
+                if type(op) is Input or type(op) is Written or not _static(op)]
 
     def __call__(self, leaves: list, probes: list, values: list) -> list:
         env: dict = {}
@@ -184,11 +181,17 @@ def _compiled(replay: Replay) -> Callable:
     return fn
 
 
-def _linked(op, create_graph: bool):
-    """A node operand's recorded value as the backward reads it: with `create_graph`, a tensor that requires grad
-    whose graph is the operand's (so the backward records), else the value."""
+def _value(op):
+    """A node operand's recorded value, as the compiled backward takes it (an array as a tensor it does not own)."""
     value = op.value if type(op) is Input or type(op) is Written else op
-    if not create_graph or type(op) is not Input:
+    return Tensor._wrap(value, owned=False) if isinstance(value, jax.Array) else value
+
+
+def _linked(op):
+    """A node operand's recorded value as the backward with `create_graph` reads it: for an `Input`, a tensor that
+    requires grad whose graph is the operand's (so the backward records)."""
+    value = op.value if type(op) is Input or type(op) is Written else op
+    if type(op) is not Input:
         return value
     t = Tensor._wrap(value, owned=False)
     t._storage.grad_node, t._storage.grad_index = op.node, op.index
@@ -214,15 +217,10 @@ def run_graph(roots: list[Root], probes: list[tuple[Node, int]], create_graph: b
     probe_vals = [_probe_zero(node, i) for node, i in probes]
     cts = [r.ct for r in roots]
     if create_graph:
-        values = []
-        for node in order:
-            for op in node.operands:
-                if type(op) is Input or type(op) is Written or not _static(op):
-                    values.append(_linked(op, True))
         with grad_mode(True):
-            leaf_cts, probe_cts = _backward_fn(replay)(leaf_vals, probe_vals, values, cts)
+            leaf_cts, probe_cts = _backward_fn(replay)(leaf_vals, probe_vals, Replay.values(order, _linked), cts)
     else:
-        values = [Tensor._wrap(v, owned=False) if isinstance(v, jax.Array) else v for v in Replay.values(order)]
+        values = Replay.values(order, _value)
         with grad_mode(False):
             leaf_cts, probe_cts = _compiled(replay)(leaf_vals, probe_vals, values,
                                                     [c.detach() if isinstance(c, Tensor) else c for c in cts])

@@ -378,7 +378,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None, c
         raise NotImplementedError(f"autograd.grad: is_grads_batched=True is not supported{where()}; vmap a "
                                   f"function calling aotjax.vjp instead (aotjax.vmap)")
     outputs = _as_list(outputs)
-    single = isinstance(inputs, Tensor)
     inputs = _as_list(inputs)
     cts = _as_list(grad_outputs)
     if not cts:
@@ -393,7 +392,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None, c
     if materialize_grads:
         from aotjax.ops.creation.factories import zeros
         grads = [zeros(x.shape, dtype=x.dtype) if g is None else g for x, g in zip(inputs, grads)]
-    del single
     return tuple(grads)
 
 
