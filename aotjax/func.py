@@ -1,4 +1,7 @@
-"""`torch.func`'s module utilities: `functional_call` and `stack_module_state`.
+"""`torch.func`: the transforms under the names PyTorch gives them (`grad`, `grad_and_value`, `vjp`, `jvp`, `jacrev`,
+`jacfwd`, `hessian`, `vmap`, `linearize`, `functionalize`: aotjax's own, composable with imperative autograd: a
+gradient computed by `func.grad` of a function that reads a tensor requiring grad is itself differentiable by
+`backward()`), and the module utilities `functional_call` and `stack_module_state`.
 
 `functional_call(module, params_and_buffers, args)` runs `module` with some or all of its parameters and buffers
 replaced by the tensors of a dict, so a loss can be differentiated with respect to a dict of parameters
@@ -12,8 +15,28 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from aotjax.ops.shape.copies import stack
+from aotjax.transforms.autodiff import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp
+from aotjax.transforms.functionalize import functionalize
+from aotjax.transforms.vmap import vmap
 
-__all__ = ["functional_call", "stack_module_state"]
+__all__ = ["functional_call", "stack_module_state", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd",
+           "hessian", "vmap", "linearize", "functionalize"]
+
+
+def grad_and_value(func, argnums=0, has_aux: bool = False):
+    """`torch.func.grad_and_value`: `(gradient, value)` of `func` (with `has_aux`, `(gradient, (value, aux))`);
+    aotjax's `value_and_grad` in PyTorch's order.
+
+    >>> aotjax.func.grad_and_value(lambda x: (x ** 2).sum())(aotjax.tensor([1.0, 2.0]))
+    (tensor([2., 4.]), tensor(5.))
+    """
+    both = value_and_grad(func, argnums, has_aux)
+
+    def run(*args, **kwargs):
+        value, g = both(*args, **kwargs)
+        return g, value
+
+    return run
 
 
 def functional_call(module, parameter_and_buffer_dicts: Mapping | Sequence[Mapping], args: Any = None,

@@ -30,3 +30,15 @@ def interleaved(fns: dict, number: int, repeat: int, timer=time.perf_counter) ->
         for k, fn in fns.items():
             times[k] = min(times[k], timeit.timeit(fn, number=number, timer=timer) / number)
     return times
+
+
+def one_compute_thread() -> None:
+    """Run each library's ops on one compute thread (XLA's CPU client, torch's intra-op pool): what a step costs,
+    rather than how two thread pools share a small machine. Call it before the first jax array is made (XLA reads
+    its flags when it starts its CPU client)."""
+    import os
+
+    import torch
+    flags = os.environ.get("XLA_FLAGS", "")
+    os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1".strip()
+    torch.set_num_threads(1)

@@ -26,13 +26,17 @@ from aotjax.autograd import grad_state, graph
 from aotjax.autograd.graph import Input, Leaf, Node, Written
 from aotjax.core import views
 from aotjax.core.avals import get_aval
+from aotjax.core.call_epoch import running as transforms_running
 from aotjax.core.interpreter import Tracer, grad_mode
 from aotjax.core.ir import param_key
 from aotjax.core.source_info import where
+from aotjax.interpreters.eval import read
 from aotjax.ops.shape.views import pinned_p
 from aotjax.tensor import Tensor
 
 __all__ = ["run_backward", "pinned_p"]
+
+_wrap = Tensor._wrap
 
 def _bind(prim, x, **params):
     return prim.bind(x, **params)
@@ -153,6 +157,8 @@ class Replay:
 
 
 def _aval_key(x):
+    if isinstance(x, jax.Array):  # NOTE: the common case, without building an aval (a backward reads every operand)
+        return (x.shape, x.dtype)
     a = get_aval(x)
     return (a.shape, a.dtype)
 
@@ -168,16 +174,90 @@ def _backward_fn(replay: Replay) -> Callable:
     return backward
 
 
-_programs: dict = {}  # replay key -> the jitted backward
+class CompiledBackward:
+    """The backward of one graph structure as one compiled program: the vjp of its `Replay` staged once (as `jit`
+    stages a function: functionalized), then called on the operands' raw arrays. Calling it through `aotjax.jit`
+    would read, check and wrap every one of a large graph's thousands of operands as a tensor argument (about
+    1 ms of a nanoGPT step's backward); the arrays go to `jax.jit` of the staged program as they are."""
+
+    def __init__(self, replay: Replay):
+        self.backward = _backward_fn(replay)
+        self.run = None  # NOTE: jax.jit of the program, once staged by the first call
+        self.staged = self.direct = None
+        self.base_pos: list = []
+        self.jitted = None
+        self.trace_count = 0  # how many times the program was traced (once per graph structure)
+
+    def inline(self, leaves: list, probes: list, values: list, cts: list) -> tuple[list, list]:
+        """The same backward on tensors of a staging transform (a `backward()` inside `jit`): through
+        `aotjax.jit`, which stages it into the function being staged."""
+        if self.jitted is None:
+            from aotjax.transforms.jit import jit
+            self.jitted = jit(self.backward, donate=False)
+        return self.jitted(leaves, probes, values, cts)
+
+    def __call__(self, leaves: list, probes: list, values: list, cts: list) -> tuple[list, list]:
+        """The cotangents of `leaves` and `probes` (arrays: the values the graph read, `cts` the roots')."""
+        arrays = [*leaves, *probes, *values, *cts]
+        if self.run is None:
+            self._stage(arrays, (len(leaves), len(probes), len(values)))
+        outs = self.run(*arrays)
+        if self.direct is not None:
+            grads = []
+            for i, layout in self.direct:
+                g = _wrap(outs[i])
+                if layout is not None:
+                    g._strides, g._offset = layout
+                grads.append(g)
+        else:
+            from aotjax.runtime import boundary
+            wrapped = [Tensor._wrap(a, owned=False) for a in arrays]
+            grads = boundary.apply(self.staged.meta, wrapped, [], [outs[i] for i in self.base_pos], wrap=_wrap)
+        return grads[:len(leaves)], grads[len(leaves):]
+
+    def _stage(self, arrays: list, sizes: tuple) -> None:
+        from aotjax.lowering.to_jax import flat_function
+        from aotjax.runtime import boundary
+        from aotjax.transforms.functionalize import stage_functionalized
+        n_leaves, n_probes, n_values = sizes
+        backward = self.backward
+
+        def flat(*xs):
+            leaves, probes = list(xs[:n_leaves]), list(xs[n_leaves:n_leaves + n_probes])
+            values, cts = xs[n_leaves + n_probes:n_leaves + n_probes + n_values], xs[n_leaves + n_probes + n_values:]
+            leaf_cts, probe_cts = backward(leaves, probes, list(values), list(cts))
+            return [*leaf_cts, *probe_cts]
+
+        flat.__name__ = "backward"
+        args = [Tensor._wrap(a, owned=False) for a in arrays]
+        staged = stage_functionalized(flat, args, {}, what="backward", live=False)
+        meta = staged.meta
+        if meta.mutated or meta.metadata or len(meta.groups) != len(args):  # NOTE: a backward writes no input
+            raise AssertionError("the backward of a recording writes its inputs")
+        self.base_pos = [k for k, (slot, _) in enumerate(meta.layout) if slot is boundary.Slot.BASE]
+        plain = all(spec.kind is boundary.OutKind.BASE and not spec.chain for spec in meta.outputs)
+        self.direct = [(self.base_pos[spec.index], None if spec.layout == (None, 0) else spec.layout)
+                       for spec in meta.outputs] if plain else None
+        self.staged = staged
+        program = flat_function(staged.jaxpr)
+
+        def traced(*xs):  # NOTE: runs when jax traces the program (`trace_count`)
+            self.trace_count += 1
+            return program(*xs)
+
+        traced.__name__ = program.__name__
+        self.run = jax.jit(traced)
 
 
-def _compiled(replay: Replay) -> Callable:
+_programs: dict = {}  # replay key -> its CompiledBackward
+
+
+def _compiled(replay: Replay) -> CompiledBackward:
     fn = _programs.get(replay.key)
     if fn is None:
-        from aotjax.transforms.jit import jit
         if len(_programs) >= 256:
             _programs.clear()
-        fn = _programs[replay.key] = jit(_backward_fn(replay), donate=False)
+        fn = _programs[replay.key] = CompiledBackward(replay)
     return fn
 
 
@@ -185,6 +265,16 @@ def _value(op):
     """A node operand's recorded value, as the compiled backward takes it (an array as a tensor it does not own)."""
     value = op.value if type(op) is Input or type(op) is Written else op
     return Tensor._wrap(value, owned=False) if isinstance(value, jax.Array) else value
+
+
+def _array(op):
+    """A node operand's recorded value as the compiled backward takes it: an array."""
+    return _array_of(op.value if type(op) is Input or type(op) is Written else op)
+
+
+def _array_of(x):
+    """An eager value (a tensor, an array, a number) as an array."""
+    return read(x) if isinstance(x, Tensor) else x if isinstance(x, jax.Array) else jax.numpy.asarray(x)
 
 
 def _linked(op):
@@ -199,10 +289,13 @@ def _linked(op):
     return t
 
 
-def run_graph(roots: list[Root], probes: list[tuple[Node, int]], create_graph: bool, what: str) -> tuple[dict, dict]:
-    """The cotangents of every leaf of the graph behind `roots` (by leaf node id: `(leaf, cotangent)`) and of every
-    probed node output in that graph (by `(node id, output)`)."""
-    order = topological([r.node for r in roots])
+def run_graph(roots: list[Root], probes: list[tuple[Node, int]], create_graph: bool, what: str,
+              order: list[Node] | None = None) -> tuple[dict, dict]:
+    """The cotangents of every leaf of the graph behind `roots` (`order`: its nodes, `topological`, when the caller
+    has them) by leaf node id: `(leaf, cotangent)`, and of every probed node output in that graph (by
+    `(node id, output)`)."""
+    if order is None:
+        order = topological([r.node for r in roots])
     for node in order:
         if node.freed:
             raise RuntimeError(
@@ -219,23 +312,26 @@ def run_graph(roots: list[Root], probes: list[tuple[Node, int]], create_graph: b
     if create_graph:
         with grad_mode(True):
             leaf_cts, probe_cts = _backward_fn(replay)(leaf_vals, probe_vals, Replay.values(order, _linked), cts)
-    else:
-        values = Replay.values(order, _value)
+    elif transforms_running[0]:  # NOTE: a backward inside a staged function: staged into it
         with grad_mode(False):
-            leaf_cts, probe_cts = _compiled(replay)(leaf_vals, probe_vals, values,
-                                                    [c.detach() if isinstance(c, Tensor) else c for c in cts])
+            leaf_cts, probe_cts = _compiled(replay).inline(leaf_vals, probe_vals, Replay.values(order, _value),
+                                                           [c.detach() if isinstance(c, Tensor) else c for c in cts])
+    else:
+        with grad_mode(False):
+            leaf_cts, probe_cts = _compiled(replay)([_array_of(v) for v in leaf_vals],
+                                                    [_array_of(v) for v in probe_vals],
+                                                    Replay.values(order, _array), [_array_of(c) for c in cts])
     return ({id(leaf): (leaf, ct) for leaf, ct in zip(replay.leaves, leaf_cts)},
             {(id(n), i): ct for (n, i), ct in zip(probes, probe_cts)})
 
 
 def _leaf_value(leaf: Leaf, order: list[Node]):
-    t = leaf.tensor()
-    if t is not None and t._storage.grad_node is leaf:
-        return Tensor._wrap(t._storage.base, owned=False)
-    for node in order:  # NOTE: the leaf is gone or rewritten: any value of its shape does (it is pinned)
+    """What the replay takes for `leaf`: any value of the shape the nodes read it as does (every read of it is
+    pinned), so the first one a node read (inside `vmap`, one example's; the tensor itself may be gone)."""
+    for node in order:
         for op in node.operands:
             if type(op) is Input and op.node is leaf:
-                return Tensor._wrap(op.value, owned=False)
+                return op.value if isinstance(op.value, Tensor) else Tensor._wrap(op.value, owned=False)
     raise AssertionError("a leaf no node reads")
 
 
@@ -245,13 +341,20 @@ def _probe_zero(node: Node, i: int):
     return zeros(out.shape, dtype=out.dtype)
 
 
-def free(roots: list[Node]) -> None:
-    """Drop what the graph behind `roots` saved for backward (`retain_graph=False`): a second backward raises."""
-    for node in topological(roots):
-        if type(node) is not Leaf:
+def free(order: list[Node]) -> None:
+    """Drop what the nodes `order` (a graph behind a backward's roots) saved for backward (`retain_graph=False`): a
+    second backward through them raises."""
+    for node in order:
+        if type(node) is not Leaf and not node.freed:
             node.freed = True
-            node.operands = tuple(Input(op.node, op.index, op.chain, None) if type(op) is Input else None
-                                  for op in node.operands)
+            operands = []
+            for op in node.operands:
+                if type(op) is Input:
+                    op.value = None  # NOTE: each node's own: `record_*` make one per operand
+                    operands.append(op)
+                else:
+                    operands.append(None)
+            node.operands = tuple(operands)
             node.outputs = ()
 
 
@@ -261,11 +364,13 @@ def run_backward(roots: list[Root], targets: list[Tensor] | None, create_graph: 
     that requires grad (of `targets` only, when given) and of every non-leaf that retains its grad; returns None.
     Otherwise (`autograd.grad`): returns the gradient of each of `targets` (None for one the roots do not depend
     on, with `allow_unused`). Tensor hooks run on the way. Nothing is written before every gradient is computed."""
-    watched = _watched(roots, targets)
+    order = topological([r.node for r in roots])
+    watched = _watched(order, targets)
     probes = list({(id(n), i): (n, i) for _, n, i, _ in watched}.values())
-    by_leaf, by_probe = run_graph(roots, probes, create_graph, what)
+    by_leaf, by_probe = run_graph(roots, probes, create_graph, what, order)
     _run_hooks(watched, probes, by_leaf, by_probe, create_graph, what)
     grads = {}  # id(tensor) -> (tensor, gradient)
+    leaf_grads = {}  # id(leaf node) -> gradient: that of a tensor standing for the leaf inside a transform too
     for leaf, ct in by_leaf.values():
         t = leaf.tensor()
         if t is not None and t._ag is not None and graph.leaf_of(t) is leaf:
@@ -274,6 +379,7 @@ def run_backward(roots: list[Root], targets: list[Tensor] | None, create_graph: 
                 if r is not None:
                     ct = r
             grads[id(t)] = (t, ct)
+        leaf_grads[id(leaf)] = ct
     for t, n, i, _ in watched:
         ct = _through_chain(by_probe.get((id(n), i)), t._chain)
         if ct is not None:
@@ -282,12 +388,14 @@ def run_backward(roots: list[Root], targets: list[Tensor] | None, create_graph: 
         results = []
         for t in targets:
             g = grads.get(id(t))
+            if g is None and id(leaf := graph.leaf_of(t)) in leaf_grads:  # NOTE: an argument inside vmap stands for
+                g = (t, leaf_grads[id(leaf)])  # the caller's leaf (`link_lifted`): one example's gradient
             if g is None and not allow_unused:
                 raise RuntimeError(f"{what}: One of the differentiated Tensors appears to not have been used in the "
                                    f"graph. Set allow_unused=True if this is the desired behavior{where()}.")
             results.append(None if g is None else g[1])
     if not retain_graph:
-        free([r.node for r in roots])
+        free(order)
     if not accumulate:
         return results
     wanted = None if targets is None else {id(t) for t in targets}
@@ -312,7 +420,7 @@ def _through_chain(ct, chain: tuple):
     return views.apply_chain(_bind, ct, chain) if ct is not None and chain else ct
 
 
-def _watched(roots: list[Root], targets) -> list:
+def _watched(order: list[Node], targets) -> list:
     """`(tensor, node, index, chain)` of every non-leaf tensor that gets a probe: those of `targets` (autograd.grad),
     and the live non-leaf tensors with hooks or `retain_grad()` on the graph's nodes."""
     out = []
@@ -323,7 +431,7 @@ def _watched(roots: list[Root], targets) -> list:
             if graph.leaf_of(t) is None:
                 out.append((t, t._storage.grad_node, t._storage.grad_index, t._chain))
     seen = {id(t) for t, *_ in out}
-    for node in topological([r.node for r in roots]):
+    for node in order:
         for ref in node.watchers or ():
             t = ref()
             if t is not None and id(t) not in seen and t._ag is not None and t._storage.grad_node is node:
@@ -379,7 +487,7 @@ def _accumulate(t: Tensor, ct, create_graph: bool) -> None:
         return
     meta = graph.meta_of(t)
     if meta.grad is None:
-        meta.grad = ct if create_graph else _owned(ct)
+        meta.grad = ct if create_graph else _owned(ct, t)
     elif create_graph:
         meta.grad = meta.grad + ct
     else:
@@ -387,6 +495,12 @@ def _accumulate(t: Tensor, ct, create_graph: bool) -> None:
             meta.grad.add_(ct)
 
 
-def _owned(ct):
-    return ct if isinstance(ct, Tensor) and not ct._chain else ct.clone()
+def _owned(ct, t: Tensor):
+    """`ct` as `t`'s new `.grad`: a tensor of its own, laid out as `t` (PyTorch's gradient layout contract: a
+    parameter's `.grad` has its strides, whatever layout the backward gave the gradient)."""
+    if not isinstance(ct, Tensor) or ct._chain:
+        ct = ct.clone()
+    if ct._strides != t._strides and not t._chain and not isinstance(ct, Tracer):
+        ct._strides, ct._offset = t._strides, t._offset  # NOTE: metadata only: a base's value has no layout
+    return ct
 

@@ -19,6 +19,7 @@ from aotjax.autograd.engine import Root, run_backward
 from aotjax.autograd.graph import Leaf, Node
 from aotjax.core.interpreter import Tracer
 from aotjax.core.source_info import where
+from aotjax.interpreters.batching import vmap_running
 from aotjax.tensor import Storage, Tensor
 
 __all__ = ["backward", "grad", "GradFn", "RemovableHandle"]
@@ -146,7 +147,11 @@ class GradFn:
         prim = self._view.prim if self._view is not None else self._node.prim
         if prim is None:
             return "torch::autograd::AccumulateGrad"
-        base = "".join(part.capitalize() for part in prim.name.rstrip("_").split("_"))
+        name = prim.name.rstrip("_")
+        exact = _TORCH_NODE_NAMES.get(name)
+        if exact is not None:
+            return exact
+        base = _TORCH_OP_NAMES.get(name) or "".join(part.capitalize() for part in name.split("_"))
         return f"{base}Backward0"
 
     @property
@@ -171,6 +176,16 @@ class GradFn:
 
     def __repr__(self) -> str:
         return f"<{self.name()} object>"
+
+
+# The op a primitive is in PyTorch's node names where the two names differ (`reduce_sum` is `SumBackward0`), and the
+# nodes PyTorch names otherwise (an in-place copy; a compiled function's one node).
+_TORCH_OP_NAMES = {"reduce_sum": "Sum", "reduce_max": "Amax", "reduce_min": "Amin", "reduce_prod": "Prod",
+                   "matmul": "Mm", "integer_pow": "Pow", "square": "Pow", "convert_element_type": "ToCopy",
+                   "conv": "Convolution", "vector_norm": "LinalgVectorNorm", "matrix_norm": "LinalgMatrixNorm",
+                   "custom_vjp_call": "CustomFunction"}
+_TORCH_NODE_NAMES = {"copy": "torch::autograd::CopyBackwards", "compiled_call": "CompiledFunctionBackward",
+                     "aot_saved": "CompiledFunctionBackward"}
 
 
 class AccumulateGrad(GradFn):
@@ -353,6 +368,11 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None, creat
         cts = [None] * len(tensors)
     if len(cts) != len(tensors):
         raise RuntimeError(f"backward: got {len(cts)} gradients for {len(tensors)} tensors{where()}")
+    if vmap_running():
+        raise RuntimeError(f"backward() called inside vmap{where()}: each example's gradient would accumulate into "
+                           f"one .grad. Use aotjax.autograd.grad(loss, params) inside the function (it returns "
+                           f"per-example gradients), or aotjax.func.grad / vmap(grad(f)); or call backward() "
+                           f"outside vmap")
     roots = [_root(t, c, "backward", i) for i, (t, c) in enumerate(zip(tensors, cts))]
     targets = None
     if inputs is not None:

@@ -203,6 +203,26 @@ def run_plain(fn, *vals):
     return _wrap(out)
 
 
+_NO_PARAMS: dict = {}  # NOTE: shared by the recorded nodes of ops without params; never written
+
+
+def apply_recording(prim: Primitive, args, vals, fn=None, params: dict | None = None):
+    """`apply_plain` where one or more of the operands `args` (each a `graph.fast_operand`; `vals`: what the op
+    reads of each) requires grad: the result, recorded when grad is enabled (`graph.record_result`); None where
+    the fast path does not apply. `fn`: the executable for `params` (`plain_executable`), else `prim`'s own."""
+    if fn is None:
+        fn = _plain_fn(prim, _FUNCTIONAL)
+        if fn is False:
+            return None
+    try:
+        out = fn(*vals)
+    except Exception:  # NOTE: `bind` says what is wrong
+        return None
+    if _state.grad_enabled:
+        return graph.record_result(prim, _NO_PARAMS if params is None else params, args, vals, out)
+    return _wrap(out)
+
+
 def write_plain(prim: Primitive, x: Tensor, *vals):
     """`prim.bind(x, ...)` for an in-place primitive writing its first operand, plain eager tensor `x`, the other
     operands plain too (`vals`: the bases, `x`'s first): `x` after the write, or None (see above)."""

@@ -78,6 +78,8 @@ def _literal_value(val):
     """`val` as the NumPy scalar it is inlined as (`scalar_literal`, as in the trace interpreter), or None
     if it is not a scalar constant."""
     if is_eager(val) and not val.shape:  # NOTE: a concrete 0-d tensor (a rule's scalar operand)
+        if val._ag is not None:  # NOTE: it requires grad: a residual, which the backward reads recorded
+            return None
         return val.numpy()[()]
     return scalar_literal(val)
 

@@ -21,7 +21,7 @@ from aotjax.ops.calls.remat import checkpoint_p, name_p
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import Slot
 from aotjax.transforms.argnums import normalize_argnums
-from aotjax.transforms.functionalize import stage_functionalized
+from aotjax.transforms.functionalize import finish_call, stage_functionalized
 from aotjax.transforms.passes import run_pass
 
 
@@ -109,8 +109,9 @@ def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool 
         # NOTE: writes into arguments and captured tensors (a BatchNorm buffer, a generator's key) are outputs of the
         # region, applied to the caller like jit's; the recomputation in the backward reads the region's inputs as
         # they were at entry, so it draws the same random numbers as the forward did.
-        return boundary.apply(meta, leaves, [by_kind[(Slot.MUTATED, g)] for g in meta.mutated],
-                              [by_kind[(Slot.BASE, k)] for k in range(meta.n_bases)])
+        # `.grad`s a `backward()` inside assigned are applied as jit applies them (`finish_call`).
+        return finish_call(staged, boundary.apply(meta, leaves, [by_kind[(Slot.MUTATED, g)] for g in meta.mutated],
+                                                  [by_kind[(Slot.BASE, k)] for k in range(meta.n_bases)]))
 
     return wrapped
 

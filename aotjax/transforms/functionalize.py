@@ -176,6 +176,8 @@ def finish_call(staged: Staged, out):
     for ref, is_output in staged.grad_effects:
         p = ref()
         value = next(values) if is_output else None
+        if value is not None and value._ag is not None:  # NOTE: an eager call the recording saw (checkpoint's):
+            value = value.detach()  # a `.grad` records nothing
         if p is not None and p._ag is not None:
             graph.meta_of(p).grad = value
     return out

@@ -27,8 +27,10 @@ import numpy as np
 
 from aotjax.autograd import graph
 from aotjax.core.checks import config, emit_checks
+from aotjax.core.errors import UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer
+from aotjax.core.source_info import where
 from aotjax.interpreters.batching import vmap_running
 from aotjax.interpreters.eval import read
 from aotjax.lowering.to_jax import CheckedProgram, avals_to_structs, flat_function, xla_compiler
@@ -387,27 +389,42 @@ def bind_staged(staged: Staged, leaves: list, bind: Callable) -> Any:
 
 def records_call(staged: Staged, leaves: list) -> bool:
     """Whether an eager call of `staged` on `leaves` is recorded for imperative autograd (`recorded_call`): grad is
-    enabled and an input requires grad, the function assigns no `.grad` and writes no input that requires grad.
-    NOTE: a program that
-    updates parameters in place is a training step (a functional one: `value_and_grad` then `opt.step(grads)`, or
-    one that calls `backward()` inside): its outputs are not differentiated again, and it runs as compiled
-    (donating, sharded, fast) rather than as a node."""
+    enabled and an input requires grad, the function assigns no `.grad` and writes no leaf that requires grad.
+    NOTE: a program that updates parameters in place is a training step (a functional one: `value_and_grad` then
+    `opt.step(grads)`, or one that calls `backward()` inside; PyTorch allows such writes only under `no_grad()`):
+    its outputs are not differentiated again, and it runs as compiled (donating, sharded, fast) rather than as a
+    node. A program that writes an input that requires grad and is no leaf (an activation) is recorded, the write
+    with it."""
     if staged.grad_effects or not graph.records(leaves):  # NOTE: a function that calls `backward()` is a step
         return False
-    groups = staged.meta.groups
-    return not any(graph.requires_grad(boundary.group_base(groups[g], leaves)) for g in staged.meta.mutated)
+    written = [boundary.group_base(staged.meta.groups[g], leaves) for g in staged.meta.mutated]
+    leaves_written = [x for x in written if graph.requires_grad(x) and graph.leaf_of(x) is not None]
+    if not leaves_written:
+        return True
+    others = [x for x in written if graph.requires_grad(x) and graph.leaf_of(x) is None]
+    if others:
+        raise UnsupportedError(
+            f"jit: the function writes in place both a leaf that requires grad (a parameter: an update, as under "
+            f"no_grad()) and a tensor that requires grad and is no leaf (of shape {tuple(others[0].shape)}: a write "
+            f"autograd must record){where()}. Compile the update and the computation as two functions, or write "
+            f"into a clone of the second.")
+    return False
 
 
 def recorded_call(staged: Staged, leaves: list, bind: Callable) -> Any:
     """An eager call of `staged` on arguments some of which require grad (grad enabled): `bind_staged` on bases that
     carry the autograd graph, so the call is one node of the recording (`bind` records it) and its outputs require
-    grad. What the program writes into its inputs is written back as a value, as a write under `no_grad()` (the
-    pure program does not say which writes were made with grad enabled: an optimizer's are not)."""
+    grad. What the program writes into an input that requires grad is written back as a recorded write (a `copy_` of
+    the node's output: the input's graph continues through the call); into any other input, as a value."""
     meta = staged.meta
     bases = [_operand(graph_base(boundary.group_base(g, leaves)), g) for g in meta.groups]
     by_slot = dict(zip(meta.layout, bind(*bases), strict=True))
-    return boundary.apply(meta, leaves, [read(by_slot[(Slot.MUTATED, g)]) for g in meta.mutated],
-                          [by_slot[(Slot.BASE, k)] for k in range(meta.n_bases)])
+    new_bases = []
+    for g in meta.mutated:
+        value = by_slot[(Slot.MUTATED, g)]
+        recorded = graph.requires_grad(boundary.group_base(meta.groups[g], leaves)) and graph.requires_grad(value)
+        new_bases.append(value if recorded else read(value))
+    return boundary.apply(meta, leaves, new_bases, [by_slot[(Slot.BASE, k)] for k in range(meta.n_bases)])
 
 
 def graph_base(x):

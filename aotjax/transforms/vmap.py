@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import jax
 
+from aotjax.autograd import graph
 from aotjax.core import views
 from aotjax.core.interpreter import bind
 from aotjax.core.source_info import where
@@ -116,8 +117,17 @@ def _call_batch(f: Callable, args: tuple, leaves: list, paths: list[str], axes: 
 
 def _enter(call: PureCall, group_dims: list, paths: list[str], trace, inner: list) -> None:
     """Configure vmap's functionalize trace: a write of a batched value into a tensor that is not batched (an input
-    with in axis None, a captured tensor) is refused where it happens."""
+    with in axis None, a captured tensor) is refused where it happens. Imperative autograd reaches through the
+    function (`autograd.grad` inside it gives per-example gradients): a captured tensor that requires grad is
+    that tensor in the recording, as is an argument that does, where each example's place in the graph is the
+    argument's own (a leaf, or an argument without a batch axis)."""
     batch_main = trace.main.level - 1
+    trace.links_autograd = True
+    group_of = {i: gi for gi, g in enumerate(call.groups) for idxs in g.leaves for i in idxs}
+    for i, (t, x) in enumerate(zip(inner, call.leaves)):
+        gi = group_of.get(i)
+        if gi is not None and gi < len(group_dims) and (group_dims[gi] is None or graph.leaf_of(x) is not None):
+            graph.link_lifted(t, x)
 
     def check_write(prim, t, value):
         if not (isinstance(value, BatchTracer) and value.bdim is not not_mapped

@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 import jax
 
+from aotjax.autograd import graph
 from aotjax.core import views
 from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.errors import UnsupportedError
@@ -67,6 +68,10 @@ class BodyTrace(FunctionalizeTrace):
     def pure(self, val):
         if not isinstance(val, Tensor):
             return val  # NOTE: scalars stay literals, arrays constants of the trace below (then operands)
+        if isinstance(val, Tracer) and val._trace.main is self.main.global_data.main:
+            # NOTE: a value of the body's own trace below, read as a value (a backward inside the body reads the
+            # values its recording saved): computed in the body, so captured from nowhere
+            return self.new_tensor(val)
         key, outer, chain = memory_of(val)
         cap = self.captures.get(key)
         if cap is None:
@@ -75,6 +80,7 @@ class BodyTrace(FunctionalizeTrace):
             cap = self.captures[key] = _Capture(outer, FunctionalStorage(tracer), tracer)
         t = FunctionalTensor(self, cap.storage, chain, get_aval(val), val._strides, val._offset)
         self.captured_views.append((t, len(chain)))
+        graph.link_lifted(t, val)  # NOTE: `autograd.grad` inside the body reaches a captured tensor that requires grad
         return t
 
     lift = pure

@@ -10,6 +10,7 @@ import string
 
 import jax.numpy as jnp
 
+from aotjax.autograd.graph import RecordingTensor, fast_operand
 from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.call_epoch import running as _transforms
 from aotjax.core.errors import DTypeError, ShapeError
@@ -17,7 +18,7 @@ from aotjax.core.primitive import Recompute
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero
 from aotjax.interpreters.batching import batching_rules, moveaxis, not_mapped
-from aotjax.interpreters.eval import apply_plain
+from aotjax.interpreters.eval import apply_plain, apply_recording
 from aotjax.interpreters.jvp import defjvp, jvp_rules, sum_tangents
 from aotjax.interpreters.transpose import deflinear2_transpose, linear_operand, transpose_rules
 from aotjax.ops.base.combinators import broadcast_shapes, same_dtype, standard_primitive
@@ -203,6 +204,11 @@ def matmul(a, b):
             out = apply_plain(matmul_p, x, y)
             if out is not None:
                 return out
+    elif ((type(a) is RecordingTensor or type(b) is RecordingTensor) and not _transforms[0] and fast_operand(a)
+          and fast_operand(b) and a.dtype == b.dtype):  # NOTE: an operand requires grad: the recording fast path
+        out = apply_recording(matmul_p, (a, b), (a._storage.base, b._storage.base))
+        if out is not None:
+            return out
     a, b = as_tensor(a), as_tensor(b)
     _same_dtype("matmul", a, b)
     return matmul_p.bind(a, b)

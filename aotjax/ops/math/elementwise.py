@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from aotjax.autograd.graph import RecordingTensor, fast_operand
 from aotjax.core import source_info
 from aotjax.core.call_epoch import running as _transforms
 from aotjax.core.errors import DTypeError
@@ -31,7 +32,7 @@ from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, unbroadcast
 from aotjax.interpreters.batching import defbroadcasting
-from aotjax.interpreters.eval import apply_plain, operand, plain_executable, write_plain
+from aotjax.interpreters.eval import apply_plain, apply_recording, operand, plain_executable, write_plain
 from aotjax.interpreters.jvp import defjvp, defjvp2, defjvp_zero, deflinear, jvp_rules, sum_tangents
 from aotjax.interpreters.transpose import deflinear2_transpose, deflinear_transpose
 from aotjax.ops.base.casts import convert
@@ -236,6 +237,13 @@ def _unary(name: str, lower, cls: DtypeClass, doc: str, inplace: bool = True):
                         t._storage, t._chain, t._aval = storage, (), None
                         t._strides, t._offset, t._cache, t._ag = None, 0, None, None
                         return t
+        elif type(x) is RecordingTensor and not _transforms[0] and fast_operand(x) and x.dtype in as_is:
+            if not plain:
+                plain.append(plain_executable(prim, {}))
+            if plain[0] is not None:
+                out = apply_recording(prim, (x,), (x._storage.base,), plain[0])
+                if out is not None:
+                    return out
         if isinstance(x, Tensor):
             dtype = x.dtype
             if dtype in as_is or cls.takes_as_is(dtype):  # NOTE: the common case, known once per dtype
@@ -550,11 +558,16 @@ def _binary(prim, cls: DtypeClass, x, y, **params):
                 if out is not None:
                     return out
             return prim.bind(x, y, **params)
-    elif not params and not _transforms[0] and (type(x) is Tensor and type(y) in _NUMBERS
-                                                or type(y) is Tensor and type(x) in _NUMBERS):
-        out = _tensor_and_number(prim, cls, x, y)
-        if out is not None:
-            return out
+    elif not params and not _transforms[0]:
+        tx, ty = type(x), type(y)
+        if tx is RecordingTensor or ty is RecordingTensor:  # NOTE: an operand requires grad: the recording fast path
+            out = _recording(prim, cls, x, y)
+            if out is not None:
+                return out
+        elif tx is Tensor and ty in _NUMBERS or ty is Tensor and tx in _NUMBERS:
+            out = _tensor_and_number(prim, cls, x, y)
+            if out is not None:
+                return out
     x, y = binary_operands(cls, x, y)
     _refuse_complex(prim, cls, x.dtype)
     return prim.bind(x, y, **params)
@@ -576,6 +589,32 @@ def _tensor_and_number(prim, cls: DtypeClass, x, y):
     if t is x:
         return apply_plain(prim, x._storage.base, operand(dtype.type(y)))
     return apply_plain(prim, operand(dtype.type(x)), y._storage.base)
+
+
+def _recording(prim, cls: DtypeClass, x, y):
+    """The eager fast path of a binary op where an operand requires grad (`apply_recording`): two tensors of one
+    dtype taken as it is, or a floating-point tensor and a Python int or float; None where it does not apply."""
+    if fast_operand(x):
+        if fast_operand(y):
+            a, b = x._storage.base, y._storage.base
+            dtype = a.dtype
+            if dtype != b.dtype or not (dtype in cls.as_is or cls.takes_as_is(dtype)):
+                return None
+            return apply_recording(prim, (x, y), (a, b))
+        t = x
+    elif fast_operand(y):
+        t = y
+    else:
+        return None
+    other = y if t is x else x
+    if type(other) not in _NUMBERS:
+        return None
+    base = t._storage.base
+    dtype = base.dtype
+    if not (dtype in cls.as_is or cls.takes_as_is(dtype)) or category(dtype) != _FLOAT:
+        return None
+    number = operand(dtype.type(other))
+    return apply_recording(prim, (x, y), (base, number) if t is x else (number, base))
 
 
 def _refuse_complex(prim, cls: DtypeClass, dtype) -> None:

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from aotjax.autograd.graph import RecordingTensor, fast_operand
 from aotjax.core.call_epoch import running as _transforms
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.primitive import Recompute, largest_array_flops
@@ -26,7 +27,7 @@ from aotjax.core.source_info import where as _where
 from aotjax.interpreters import hooks
 from aotjax.interpreters.ad_util import Zero, instantiate
 from aotjax.interpreters.batching import batching_rules, defreducer, moveaxis, shift_axis
-from aotjax.interpreters.eval import plain_executable, run_plain
+from aotjax.interpreters.eval import apply_recording, plain_executable, run_plain
 from aotjax.interpreters.jvp import defjvp_zero, deflinear, jvp_rules
 from aotjax.interpreters.transpose import deflinear_transpose
 from aotjax.ops.base.casts import convert
@@ -314,6 +315,14 @@ def sum(x, dim=None, keepdim: bool = False, *, dtype=None):
         out = run_plain(fn, x._storage.base) if fn is not None else None
         if out is not None:
             return out
+    elif (dtype is None and type(x) is RecordingTensor and not _transforms[0] and fast_operand(x)
+          and category(x.dtype) >= _FLOAT):  # NOTE: it requires grad: the recording fast path
+        fn = _plain_sum(x, dim, keepdim)
+        if fn is not None:
+            out = apply_recording(reduce_sum_p, (x,), (x._storage.base,), fn,
+                                  {"axes": _axes("sum", x, dim), "keepdims": bool(keepdim)})
+            if out is not None:
+                return out
     x = _int_to_default(as_tensor(x), dtype, "sum")
     return reduce_sum_p.bind(x, axes=_axes("sum", x, dim), keepdims=bool(keepdim))
 

@@ -830,6 +830,7 @@ defjvp_zero(detach_p)  # NOTE: detach is stop_gradient: no tangent flows through
 deflinear_transpose(detach_p, lambda ct, x: Zero(x.aval))
 stop_gradient_p = elementwise("stop_gradient", lax.stop_gradient)  # NOTE: `detach` of a result that is no view
 defjvp_zero(stop_gradient_p)
+register_detaching(stop_gradient_p)  # NOTE: nor does a cut result require grad
 
 # `pinned(d, v)` is `v` with the derivative of `d` (operands of one aval). Imperative autograd's replay reads each
 # value its forward read, with the derivative the graph gives it (`aotjax.autograd.engine`); a write under `no_grad()`
