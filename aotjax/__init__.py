@@ -1,5 +1,6 @@
 """aotjax: PyTorch-style mutable tensors under JAX-style composable function transforms."""
 import gc as _gc
+from types import SimpleNamespace as _SimpleNamespace
 
 import jax as _jax  # noqa: F401  (first, its import as usual: see below)
 
@@ -11,8 +12,11 @@ import jax as _jax  # noqa: F401  (first, its import as usual: see below)
 _collecting = _gc.isenabled()
 _gc.disable()
 try:
+    import aotjax.amp as amp  # noqa: F401  (torch.amp: autocast, GradScaler)
     import aotjax.autograd as autograd  # noqa: F401
     import aotjax.autograd.tensor_methods  # noqa: F401  (Tensor's autograd attributes)
+    import aotjax.backends as backends  # noqa: F401  (torch.backends: precision flags a script sets)
+    import aotjax.cuda as cuda  # noqa: F401  (torch.cuda: is_available() and what a script asks of a GPU)
     import aotjax.fft as fft  # noqa: F401  (the public torch.fft namespace, not the aotjax.ops.fft.fourier family)
     import aotjax.func as func  # noqa: F401
     import aotjax.linalg as linalg  # noqa: F401  (the public torch.linalg namespace, not the aotjax.ops.linalg.matmul family)
@@ -22,7 +26,10 @@ try:
     import aotjax.partition as partition  # noqa: F401
     import aotjax.signal as signal  # noqa: F401  (the public torch.signal namespace: windows)
     import aotjax.special as special  # noqa: F401  (the public torch.special namespace)
+    import aotjax.utils as utils  # noqa: F401  (torch.utils.data: datasets, samplers, DataLoader)
     from aotjax import lax  # noqa: F401,E402
+    from aotjax.amp import autocast, cpu_amp  # noqa: F401
+    from aotjax.backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: F401
     from aotjax.core import ClosedJaxpr, Jaxpr, ShapedArray, eval_jaxpr, typecheck
     from aotjax.core.checks import config  # noqa: F401
     from aotjax.dtypes import *  # noqa: F401,F403
@@ -73,5 +80,8 @@ finally:
     if _collecting:
         _gc.enable()
     del _collecting, _gc, _jax
+
+cpu = _SimpleNamespace(amp=cpu_amp)  # NOTE: `torch.cpu.amp.autocast` (bfloat16 by default)
+del _SimpleNamespace, cpu_amp
 
 __version__ = "0.1.0"

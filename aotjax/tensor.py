@@ -287,8 +287,10 @@ class Tensor:
         return id(self)
 
     def __repr__(self) -> str:
-        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(",
-                               formatter=None).replace("\n", "\n")
+        values = self.numpy()
+        if values.dtype.name == "bfloat16":  # NOTE: NumPy prints ml_dtypes' bfloat16 as integers: as float32 (exact)
+            values = values.astype(np.float32)
+        body = np.array2string(values, separator=", ", prefix="tensor(", formatter=None)
         extra = "" if self._ag is None else autograd_repr[0](self)  # NOTE: `, grad_fn=<MulBackward0>` as torch
         if self.dtype in (np.dtype("float32"), np.dtype("bool"), np.dtype("complex64")) or (
                 self.dtype == default_int_dtype() and self.numel() > 0):

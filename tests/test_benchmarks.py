@@ -20,6 +20,8 @@ SCRIPTS = [
     ("ops.py", ["--quick", "--number", "2", "--repeat", "2"]),
     ("table.py", ["--quick", "--skip", "transformer"]),
     ("imperative_step.py", ["--quick", "--number", "2", "--repeat", "2"]),
+    ("optimizer_step.py", ["--quick", "--number", "2", "--repeat", "1"]),
+    ("lstm_step.py", ["--quick", "--number", "1", "--repeat", "1", "--no-torch-compile"]),
     ("devices.py", ["--quick", "--number", "2", "--repeat", "2", "--devices", "2"]),
 ]
 

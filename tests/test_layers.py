@@ -41,6 +41,10 @@ LAYERS = {
     "aotjax.autograd.function": 5,
     "aotjax.autograd.functional": 5,
     "aotjax.func": 5,
+    "aotjax.utils": 5,  # torch.utils.data
+    "aotjax.amp": 5,  # autocast, GradScaler
+    "aotjax.cuda": 5,
+    "aotjax.backends": 5,
     "aotjax.cli": 5,
     "aotjax.__main__": 5,
     "aotjax": 5,  # the package itself: its public API

@@ -387,3 +387,13 @@ def test_errors():
     with pytest.raises(TypeError, match="Write the schedule with Tensor operations"):
         tx = optim.adam(optax.linear_schedule(0.1, 0.0, 10))
         tx.update([w], tx.init([w]))
+
+
+def test_step_takes_a_dict_keyed_by_the_parameters_for_groups_of_bare_tensors():
+    w, b = aotjax.ones(2), aotjax.zeros(1)
+    opt = aotjax.optim.SGD([w, b], lr=0.1)
+    opt.step({w: aotjax.tensor([1.0, -1.0])})  # NOTE: b, missing, is not updated
+    np.testing.assert_allclose(np.asarray(w.numpy()), [0.9, 1.1], rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(b.numpy()), [0.0])
+    with pytest.raises(ValueError, match="none of this optimizer's parameters"):
+        opt.step({aotjax.ones(2): aotjax.ones(2)})

@@ -18,11 +18,13 @@ __all__ = ["Staging", "active", "staging_grads"]
 
 class Staging:
     """The `.grad`s one staged function assigns (`assigned`: id -> (parameter, value or None)) and the ones it read
-    as they were at entry (`consulted`: id -> (weak parameter, whether it was None))."""
+    as they were at entry (`consulted`: id -> (weak parameter, whether it was None); `read`: id -> the eager tensor
+    it read, which the program captures: a later call reads the parameter's `.grad` then in its place)."""
 
     def __init__(self):
         self.assigned: dict = {}
         self.consulted: dict = {}
+        self.read_values: dict = {}
 
     def read(self, t, eager_value):
         """`t.grad` as the staged function sees it."""
@@ -31,6 +33,8 @@ class Staging:
             return entry[1]
         if id(t) not in self.consulted:
             self.consulted[id(t)] = (weakref.ref(t), eager_value is None)
+            if eager_value is not None:
+                self.read_values[id(t)] = eager_value
         return eager_value
 
     def assign(self, t, value) -> None:

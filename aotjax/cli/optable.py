@@ -125,6 +125,12 @@ NAMESPACES: dict[str, str] = {
     "aotjax.random": "JAX-style explicit keys",
     "aotjax.lax": "JAX's control flow on tensors; collectives over named axes",
     "aotjax.func": "`torch.func`'s, for modules under transforms",
+    "aotjax.nn.utils": "gradient clipping (eagerly and inside a compiled step), parameter vectors",
+    "aotjax.nn.utils.rnn": "packed and padded sequences (lengths are host values)",
+    "aotjax.optim.lr_scheduler": "torch's schedulers; changing lr never retraces a compiled step",
+    "aotjax.utils.data": "`torch.utils.data`: datasets, samplers, `DataLoader` (shuffling from aotjax's generator)",
+    "aotjax.amp": "`autocast` with torch's op policies; `GradScaler` (a skipped step is data inside a compiled step)",
+    "aotjax.cuda": "what a script asks of a GPU, from jax's devices",
 }
 LAYERS: dict[str, str] = {
     "aotjax.nn": "torch-style modules (`state_dict`, `train`/`eval`, `named_parameters`, ...)",
@@ -290,11 +296,17 @@ def defined_in(row: Row) -> str:
         module = getattr(inspect.unwrap(obj), "__module__", None) or ""
         if module.startswith("aotjax.") and module not in modules:
             modules.append(module)
-    paths = ["/".join(m.split(".")) + ".py" for m in modules]
+    paths = [_source_path(m) for m in modules]
     if len(paths) > 3:
         folders = list(dict.fromkeys(p.rsplit("/", 1)[0] + "/" if p.count("/") > 1 else p for p in paths))
         paths = folders if len(folders) <= 3 else ["many; `python -m aotjax where NAME`"]
     return " ".join(f"`{p}`" for p in paths)
+
+
+def _source_path(module: str) -> str:
+    """`aotjax/amp/__init__.py` for a package, `aotjax/cuda.py` for a module."""
+    path = getattr(sys.modules.get(module), "__file__", "") or ""
+    return "/".join(module.split(".")) + ("/__init__.py" if path.endswith("__init__.py") else ".py")
 
 
 def _cell(text: str) -> str:

@@ -113,6 +113,7 @@ class _ThreadState(threading.local):
         self.stack: list[MainTrace] = []
         self.dynamic: MainTrace | None = None
         self.grad_enabled = True  # False inside `aotjax.no_grad()`: traced results get a zero derivative
+        self.autocast = None  # inside `aotjax.autocast()`: (the dtype its low-precision ops use, its device type)
         if _eval_trace_type is not None:
             self.dynamic = MainTrace(0, _eval_trace_type, None)
             self.stack.append(self.dynamic)

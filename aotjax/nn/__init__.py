@@ -9,7 +9,7 @@ one `scan` over their stacked state).
 >>> net(aotjax.ones(2, 4)).shape
 (2, 1)
 """
-from aotjax.nn import functional, init  # noqa: F401
+from aotjax.nn import functional, init, utils  # noqa: F401
 from aotjax.nn.module import Module
 from aotjax.nn.modules import *  # noqa: F401,F403
 from aotjax.nn.modules import __all__ as _layers

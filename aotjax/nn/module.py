@@ -573,6 +573,17 @@ class Module:
             raise TypeError(f"Module.to: only floating-point dtypes are accepted, got {dtype}")
         return self._convert(lambda t: is_float(t.dtype), dtype)
 
+    def cpu(self) -> "Module":
+        """Returns self: aotjax keeps arrays where jax puts them (see `to`)."""
+        return self
+
+    def cuda(self, device=None) -> "Module":
+        """Returns self where jax has a GPU (arrays are on it already: jax's default device); raises where it has
+        none, as torch does."""
+        from aotjax import cuda  # NOTE: nn sits beside aotjax.cuda; imported when a script asks for a GPU
+        cuda.current_device()
+        return self
+
     def float(self) -> "Module":
         """Floating-point parameters and buffers to float32; returns self."""
         return self._convert(lambda t: is_float(t.dtype), np.float32)
@@ -631,11 +642,22 @@ def _is_device(arg) -> bool:
 
 
 def _converted(t: Tensor, dtype) -> Tensor:
-    """`t` converted to `dtype`; an eager tensor keeps its identity (its slots take the converted value's)."""
-    new = t.to(dtype)
-    if new is t or isinstance(t, Tracer):
-        return new
+    """`t` converted to `dtype`; an eager tensor keeps its identity (its slots take the converted value's) and, when
+    it was a leaf that requires grad, stays one (its `.grad` converted too, as torch's `param.data = ...`)."""
+    if isinstance(t, Tracer):
+        return t.to(dtype=dtype)
+    with grad_mode(False):
+        new = t.to(dtype=dtype)
+    if new is t:
+        return t
+    meta = t._ag if graph.leaf_of(t) is not None else None
     t._init_slots(new._aval, new._strides, new._offset, storage=new._storage, chain=new._chain)
+    if meta is not None:
+        if meta.grad is not None:
+            with grad_mode(False):
+                meta.grad = meta.grad.to(dtype=dtype)
+        t._ag = meta
+        graph.mark_leaf(t)
     return t
 
 

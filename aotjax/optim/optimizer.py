@@ -1,15 +1,22 @@
 """`Optimizer`: the base of the torch-style optimizers. What it adds to torch's design, so that a step traces
 once and compiles whole:
 
-- all state (`step` counts, moment buffers) is created in the constructor, never at the first step;
+- all state (`step` counts, moment buffers) is created in the constructor, never at the first step; a
+  parameter's state starts as torch's lazily made state would (a value torch takes at the first step, such as
+  Rprop's step size `lr`, is taken by the update when `step == 0`), and `state_dict()` leaves out the state of a
+  parameter that has not stepped yet, as torch has none: `state_dict()` equals torch's after any number of steps;
 - hyperparameters are 0-d Tensors in `param_groups[i]`; assigning `group['lr'] = 0.01` fills the existing
   tensor in place, so a jitted step sees the new value without retracing; flags (`nesterov`, `amsgrad`,
-  `maximize`) are static Python values;
-- gradients are an argument of `step(grads)` (aotjax has no `.grad`), a pytree shaped like the parameters
-  as given;
+  `maximize`) are static Python values; torch's kernel selectors (`foreach`, `fused`, `capturable`,
+  `differentiable`) are accepted and kept in the groups, and change nothing (torch's results do not depend on
+  them);
+- `step()` reads the parameters' `.grad` (eagerly: one compiled program for all parameters), or takes the
+  gradients as an argument, `step(grads)`, a pytree shaped like the parameters as given;
 - an optimizer is a jax pytree with keys: its leaves are the parameters, the state tensors and the
   hyperparameter tensors, so it passes through `aotjax.jit` like any argument and the in-place writes of a
   step are written back to the caller's tensors.
+
+A subclass states its algorithm as a pure function of one parameter (`aotjax.optim.updates`), called by `_rule`.
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ import numpy as np
 from jax.tree_util import GetAttrKey
 
 from aotjax.core.interpreter import Tracer, grad_mode, staging
+from aotjax.core.source_info import where
 from aotjax.nn.module import reset_grads
 from aotjax.ops.base.data import tensor
 from aotjax.ops.creation.factories import zeros
@@ -63,13 +71,39 @@ def _new_hyperparameter(value, what: str):
 
 
 def _as_number(value):
-    """A Python float of a number or an eager 0-d tensor (for validation and `defaults`); `None` for a traced
-    value, which cannot be read."""
+    """A number as given, or a Python float of an eager 0-d tensor (for validation and `defaults`); `None` for a
+    traced value, which cannot be read."""
     if isinstance(value, Tracer):
         return None
     if isinstance(value, (tuple, list)):
         return tuple(_as_number(v) for v in value)
+    if isinstance(value, (bool, int, float)):
+        return value
     return float(value)
+
+
+# -- validation, with torch's messages -----------------------------------------------------------------------
+_TORCH_LABELS = {"lr": "learning rate", "eps": "epsilon value"}  # torch's words: "Invalid {label}: {value}"
+
+
+def _invalid(cls: type, torch_message: str, label: str, requirement: str) -> ValueError:
+    """torch's ValueError message, prefixed with the class and followed by what is expected and the user's line."""
+    return ValueError(f"{cls.__name__}: {torch_message} (invalid {label}: it must be {requirement}){where()}")
+
+
+def _check_nonnegative(cls: type, values: dict, *keys: str) -> None:
+    """Each of `values[key]` (a number, or None when traced) is >= 0, as torch checks them."""
+    for key in keys:
+        v = values[key]
+        if v is not None and not v >= 0:
+            raise _invalid(cls, f"Invalid {_TORCH_LABELS.get(key, key + ' value')}: {v}", key, ">= 0")
+
+
+def _check_betas(cls: type, betas: tuple) -> None:
+    for i, beta in enumerate(betas):
+        if beta is not None and not 0 <= beta < 1:
+            raise _invalid(cls, f"Invalid beta parameter at index {i}: {beta}", f"beta parameter at index {i}",
+                           "in [0, 1)")
 
 
 def _detach(value):
@@ -167,9 +201,10 @@ def _parse_params(params, where: str) -> tuple[list[Tensor], tuple | None]:
 
 
 class Optimizer:
-    """Base class of the torch-style optimizers (`SGD`, `Adam`, `AdamW`). A subclass names its
-    `hyperparameters` (held as 0-d Tensors) and `flags` (static Python values), and defines
-    `_validate(group)`, `_init_state(group, param) -> dict` and `_update(param, grad, state, hyper, group)`.
+    """Base class of the torch-style optimizers (`SGD`, `Adam`, `RMSprop`, ...). A subclass names its
+    `hyperparameters` (held as 0-d Tensors), `flags` (static Python values) and `zero_fixed` (hyperparameters
+    whose being zero decides which state exists), and defines `_validate(values)`, `_init_state(group, param)
+    -> dict` and `_rule(param, grad, state, hyper, group) -> (update, new_state)` (or `_update`, which writes).
 
     `params` is an iterable of Tensors (`model.parameters()`), of `(name, Tensor)` pairs
     (`model.named_parameters()`), a dict name -> Tensor, or a list of group dicts
@@ -184,6 +219,7 @@ class Optimizer:
 
     hyperparameters: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
+    zero_fixed: dict[str, str] = {}  # hyperparameter -> the state that exists only when it is not zero
 
     def __init__(self, params, defaults: dict):
         name = type(self).__name__
@@ -241,12 +277,25 @@ class Optimizer:
     @classmethod
     def _check_setting(cls, group: ParamGroup, key: str, value) -> None:
         """Raise if assigning `value` to `group[key]` would need state or a program the optimizer lacks."""
+        if key in cls.zero_fixed:
+            old, new = _as_number(group[key]), _as_number(value)
+            if old is not None and new is not None and (old == 0) != (new == 0):
+                change = f"need {cls.zero_fixed[key]} it lacks" if old == 0 else f"drop its {cls.zero_fixed[key]}"
+                raise ValueError(f"{cls.__name__}: this group was built with {key} {old:g}; setting {new:g} would "
+                                 f"{change}. Build a new optimizer instead{where()}")
 
     def _init_state(self, group: ParamGroup, param: Tensor) -> dict:
         raise NotImplementedError
 
-    def _update(self, param: Tensor, grad: Tensor, state: dict, hyper: dict, group: ParamGroup) -> None:
+    def _rule(self, param: Tensor, grad: Tensor, state: dict, hyper: dict, group: ParamGroup):
+        """One parameter's step, written nowhere: `(update to add, new state with the keys of state)`."""
         raise NotImplementedError
+
+    def _update(self, param: Tensor, grad: Tensor, state: dict, hyper: dict, group: ParamGroup) -> None:
+        update, new = self._rule(param.detach(), grad, {k: v.detach() for k, v in state.items()}, hyper, group)
+        param.add_(update)
+        for key, value in new.items():
+            state[key].copy_(value)
 
     # -- the step -------------------------------------------------------------------------------------------
     def step(self, grads=None, closure=None):
@@ -308,7 +357,9 @@ class Optimizer:
     def _flat_grads(self, grads) -> list:
         name, params = type(self).__name__, self.state.params
         groups = self.param_groups
-        if isinstance(grads, Mapping):
+        if isinstance(grads, Mapping) and grads and all(isinstance(k, Tensor) for k in grads):
+            flat = self._grads_by_tensor(grads)
+        elif isinstance(grads, Mapping):
             flat = self._grads_by_name(grads)
         elif isinstance(grads, Sequence) and not isinstance(grads, str) and len(grads) == len(params) and all(
                 g is None or not isinstance(g, (Sequence, Mapping)) for g in grads):
@@ -328,8 +379,22 @@ class Optimizer:
         else:
             raise ValueError(f"{name}.step: grads should match the parameters as given: a flat sequence of "
                              f"{len(params)} gradients (or None) in parameter order, one sequence per group "
-                             f"({len(groups)} groups), or a dict keyed by parameter name; got {_describe(grads)}.")
+                             f"({len(groups)} groups), or a dict keyed by parameter name or by the parameters; got "
+                             f"{_describe(grads)}.")
         return [None if g is None else self._as_grad(g, p, i) for i, (g, p) in enumerate(zip(flat, params))]
+
+    def _grads_by_tensor(self, grads: Mapping) -> list:
+        """A dict keyed by the parameters themselves (matched by identity; one missing from it gets no update):
+        what works for groups built from bare tensors, which have no names."""
+        params = self.state.params
+        known = {id(p) for p in params}
+        for k in grads:
+            if id(k) not in known:
+                raise ValueError(f"{type(self).__name__}.step: a key of the gradient dict is a tensor of shape "
+                                 f"{tuple(k.shape)} that is none of this optimizer's parameters{where()}; key the "
+                                 f"dict by the parameter tensors given to the optimizer (or by their names).")
+        by_id = {id(k): g for k, g in grads.items()}
+        return [by_id.get(id(p)) for p in params]
 
     def _grads_by_name(self, grads: Mapping) -> list:
         name = type(self).__name__
@@ -354,9 +419,14 @@ class Optimizer:
     # -- state_dict -----------------------------------------------------------------------------------------
     def state_dict(self) -> dict:
         """The state in torch's format: `{'state': {index: {'step': ..., ...}}, 'param_groups': [{'lr': ...,
-        ..., 'params': [indices]}]}`. State tensors are the live ones (as torch's); hyperparameters are copies.
+        ..., 'params': [indices]}]}`, with torch's keys. State tensors are the live ones (as torch's);
+        hyperparameters are copies (0-d tensors where torch has numbers). A parameter that has not stepped yet has
+        no entry in `'state'`, as in torch (`opt.state[p]` holds its state already).
 
         >>> opt = aotjax.optim.Adam([aotjax.zeros(2)], lr=0.1)
+        >>> opt.state_dict()['state']
+        {}
+        >>> opt.step([aotjax.ones(2)])
         >>> sd = opt.state_dict()
         >>> sorted(sd['state'][0]), sd['param_groups'][0]['params']
         (['exp_avg', 'exp_avg_sq', 'step'], [0])
@@ -404,17 +474,23 @@ class Optimizer:
                 if k not in ("params", "param_names") and k not in _TORCH_ONLY_KEYS:
                     group[k] = v
         saved_state = {ids[k]: v for k, v in state_dict["state"].items()}
-        for i, state in self.state.items():
-            self._import_state(i, state, saved_state.get(i, {}))
+        index = 0
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._import_state(index, group, p, saved_state.get(index, {}))
+                index += 1
 
     def _export_state(self, state: dict) -> dict:
+        """The state as torch's `state_dict()` shows it: none before the parameter's first step."""
+        step = state.get("step")
+        if step is not None and _as_number(step) == 0:
+            return {}
         return dict(state)
 
-    def _import_state(self, index: int, state: dict, saved: dict) -> None:
-        if not saved:
-            for t in state.values():
-                t.zero_()
-            return
+    def _import_state(self, index: int, group: ParamGroup, param: Tensor, saved: dict) -> None:
+        state = self.state[index]
+        if not saved:  # NOTE: torch has no state for a parameter that has not stepped: start it afresh
+            saved = self._init_state(group, param)
         missing = set(state) - set(saved)
         if missing:
             raise ValueError(f"{type(self).__name__}.load_state_dict: the state of parameter "

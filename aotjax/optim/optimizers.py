@@ -1,25 +1,23 @@
-"""The torch-style optimizers: `SGD`, `Adam`, `AdamW`, with PyTorch's arguments and update formulas (the math
-is `aotjax.optim.updates`, shared with the optax-style transforms). See `Optimizer` for what differs from
-torch: state made in the constructor, hyperparameters as 0-d Tensors, gradients passed to `step(grads)`."""
+"""The torch-style optimizers of the SGD and Adam families: `SGD`, `ASGD`, `Adam`, `AdamW`, `Adamax`, `NAdam`,
+`RAdam`, with PyTorch's arguments and update formulas (the math is `aotjax.optim.updates`, shared with the
+optax-style transforms). See `Optimizer` for what differs from torch: state made in the constructor,
+hyperparameters as 0-d Tensors, gradients also passed to `step(grads)`."""
 from __future__ import annotations
 
-from aotjax.ops.creation.factories import zeros, zeros_like
-from aotjax.optim.optimizer import Optimizer, ParamGroup, _as_number
-from aotjax.optim.updates import adam_update, sgd_update
+from aotjax.core.source_info import where
+from aotjax.ops.creation.factories import ones, zeros, zeros_like
+from aotjax.optim.optimizer import Optimizer, _as_number, _check_betas, _check_nonnegative
+from aotjax.optim.updates import adam_update, adamax_update, asgd_update, nadam_update, radam_update, sgd_update
 
-__all__ = ["SGD", "Adam", "AdamW"]
-
-
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise ValueError(message)
+__all__ = ["SGD", "ASGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam"]
 
 
 class SGD(Optimizer):
     """Stochastic gradient descent with optional momentum, dampening, Nesterov momentum and weight decay, as
     `torch.optim.SGD` (the momentum buffer starts as the first gradient, undampened). With `momentum != 0`
-    each parameter's state is `{'momentum_buffer', 'step'}`, made now; whether momentum is zero is fixed at
-    construction (assigning a zero momentum to a group built with one, or the reverse, raises).
+    each parameter's state is `{'momentum_buffer', 'step'}`, made now (`state_dict()` shows the buffer alone,
+    as torch's); whether momentum is zero is fixed at construction (assigning a zero momentum to a group built
+    with one, or the reverse, raises). `foreach`, `differentiable` and `fused` are accepted and change nothing.
 
     >>> w = aotjax.tensor([1.0, 2.0])
     >>> opt = aotjax.optim.SGD([w], lr=0.1, momentum=0.9)
@@ -31,27 +29,21 @@ class SGD(Optimizer):
 
     hyperparameters = ("lr", "momentum", "dampening", "weight_decay")
     flags = ("nesterov", "maximize")
+    zero_fixed = {"momentum": "momentum buffers"}
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
-                 maximize=False):
+                 maximize=False, foreach=None, differentiable=False, fused=None):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                                      nesterov=nesterov, maximize=maximize))
+                                      nesterov=nesterov, maximize=maximize, foreach=foreach,
+                                      differentiable=differentiable, fused=fused))
 
     @classmethod
     def _validate(cls, v):
-        for key in ("lr", "momentum", "weight_decay"):
-            _check(v[key] is None or v[key] >= 0, f"SGD: invalid {key.replace('_', ' ')}: {v[key]} (must be >= 0).")
-        _check(not v["nesterov"] or (v["momentum"] != 0 and v["dampening"] == 0),
-               "SGD: Nesterov momentum requires a momentum and zero dampening.")
-
-    @classmethod
-    def _check_setting(cls, group: ParamGroup, key: str, value):
-        if key == "momentum":
-            old, new = _as_number(group[key]), _as_number(value)
-            _check(old is None or new is None or (old == 0) == (new == 0),
-                   f"SGD: this group was built with momentum {old:g}; setting {new:g} would "
-                   f"{'need momentum buffers it lacks' if old == 0 else 'drop its momentum buffers'}. Build a new "
-                   f"optimizer instead.")
+        _check_nonnegative(cls, v, "lr", "momentum", "weight_decay")
+        momentum, dampening = v["momentum"], v["dampening"]
+        if v["nesterov"] and momentum is not None and dampening is not None and (momentum <= 0 or dampening != 0):
+            raise ValueError(f"SGD: Nesterov momentum requires a momentum and zero dampening; got momentum "
+                             f"{momentum} and dampening {dampening}{where()}")
 
     def _init_state(self, group, param):
         if _as_number(group["momentum"]) == 0:
@@ -71,22 +63,69 @@ class SGD(Optimizer):
             step.add_(1)
 
     def _export_state(self, state):
-        # NOTE: torch has no buffer before a parameter's first step (its first step then starts one from the
-        # gradient, undampened): a never-stepped buffer is left out so torch reads the state the same way.
-        if state and _as_number(state["step"]) == 0:
+        # NOTE: torch keeps the buffer alone, and has none before a parameter's first step (that step then starts
+        # one from the gradient, undampened): the step count is ours, and a never-stepped buffer is left out.
+        if not state or _as_number(state["step"]) == 0:
             return {}
-        return dict(state)
+        return {"momentum_buffer": state["momentum_buffer"]}
 
-    def _import_state(self, index, state, saved):
+    def _import_state(self, index, group, param, saved):
         if saved and "momentum_buffer" in saved and "step" not in saved:  # torch's: a buffer means it stepped
             saved = {**saved, "step": 1}
-        super()._import_state(index, state, {k: v for k, v in saved.items() if k in state})
+        state = self.state[index]
+        super()._import_state(index, group, param, {k: v for k, v in saved.items() if k in state})
 
 
-class Adam(Optimizer):
+class ASGD(Optimizer):
+    """Averaged stochastic gradient descent, as `torch.optim.ASGD`: SGD with a decaying step size `eta = lr /
+    (1 + lambd * lr * t) ** alpha` and the running average `ax` of the parameters from step `t0` on. Each
+    parameter's state is `{'step', 'eta', 'mu', 'ax'}`, made now. `foreach`, `differentiable` and `capturable`
+    are accepted and change nothing.
+
+    >>> w = aotjax.tensor([1.0, 2.0])
+    >>> opt = aotjax.optim.ASGD([w], lr=0.5, lambd=0.0, t0=0)
+    >>> for _ in range(3):
+    ...     opt.step([aotjax.tensor([1.0, 2.0])])
+    >>> w, opt.state[w]['ax']
+    (tensor([-0.5, -1. ]), tensor([-0.25, -0.5 ]))
+    """
+
+    hyperparameters = ("lr", "lambd", "alpha", "t0", "weight_decay")
+    flags = ("maximize",)
+
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
+                 maximize=False, differentiable=False, capturable=False):
+        super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay,
+                                      foreach=foreach, maximize=maximize, differentiable=differentiable,
+                                      capturable=capturable))
+
+    @classmethod
+    def _validate(cls, v):
+        _check_nonnegative(cls, v, "lr", "weight_decay")
+
+    def _init_state(self, group, param):
+        eta = zeros(())
+        eta.copy_(group["lr"])
+        return {"step": zeros(()), "eta": eta, "mu": ones(()), "ax": zeros_like(param)}
+
+    def _rule(self, param, grad, state, hyper, group):
+        return asgd_update(param, grad, state, lr=hyper["lr"], lambd=hyper["lambd"], alpha=hyper["alpha"],
+                           t0=hyper["t0"], weight_decay=hyper["weight_decay"], maximize=group["maximize"])
+
+
+class _AdamFamily(Optimizer):
+    """What Adam, Adamax, NAdam and RAdam share: `lr`, `betas`, `eps`, `weight_decay` and their checks."""
+
+    @classmethod
+    def _validate(cls, v):
+        _check_nonnegative(cls, v, "lr", "eps", *(k for k in ("weight_decay", "momentum_decay") if k in v))
+        _check_betas(cls, v["betas"])
+
+
+class Adam(_AdamFamily):
     """Adam, as `torch.optim.Adam` (coupled L2 weight decay, optional AMSGrad; `decoupled_weight_decay=True` is
     AdamW). Each parameter's state `{'step', 'exp_avg', 'exp_avg_sq'}` (and `'max_exp_avg_sq'` with amsgrad)
-    is made now.
+    is made now. `foreach`, `capturable`, `differentiable` and `fused` are accepted and change nothing.
 
     >>> w = aotjax.tensor([1.0, 2.0])
     >>> opt = aotjax.optim.Adam([w], lr=0.1)
@@ -99,19 +138,12 @@ class Adam(Optimizer):
     flags = ("amsgrad", "maximize", "decoupled_weight_decay")
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
-                 maximize=False, decoupled_weight_decay=False):
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                                      amsgrad=amsgrad, maximize=maximize,
+                                      amsgrad=amsgrad, maximize=maximize, foreach=foreach, capturable=capturable,
+                                      differentiable=differentiable, fused=fused,
                                       decoupled_weight_decay=decoupled_weight_decay))
-
-    @classmethod
-    def _validate(cls, v):
-        name = cls.__name__
-        for key in ("lr", "eps", "weight_decay"):
-            _check(v[key] is None or v[key] >= 0, f"{name}: invalid {key.replace('_', ' ')}: {v[key]} (must be >= 0).")
-        for i, beta in enumerate(v["betas"]):
-            _check(beta is None or 0 <= beta < 1, f"{name}: invalid beta parameter at index {i}: {beta} (must be "
-                                                  f"in [0, 1)).")
 
     def _init_state(self, group, param):
         state = {"step": zeros(()), "exp_avg": zeros_like(param), "exp_avg_sq": zeros_like(param)}
@@ -145,6 +177,104 @@ class AdamW(Adam):
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
+
+
+class Adamax(_AdamFamily):
+    """Adamax, as `torch.optim.Adamax`: Adam with the infinity norm in place of the second moment. Each
+    parameter's state `{'step', 'exp_avg', 'exp_inf'}` is made now. `foreach`, `differentiable` and
+    `capturable` are accepted and change nothing.
+
+    >>> w = aotjax.tensor([1.0, 2.0])
+    >>> opt = aotjax.optim.Adamax([w], lr=0.1)
+    >>> opt.step([aotjax.tensor([1.0, -2.0])])
+    >>> [round(v, 5) for v in w.tolist()], sorted(opt.state[w])
+    ([0.9, 2.1], ['exp_avg', 'exp_inf', 'step'])
+    """
+
+    hyperparameters = ("lr", "betas", "eps", "weight_decay")
+    flags = ("maximize",)
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      foreach=foreach, maximize=maximize, differentiable=differentiable,
+                                      capturable=capturable))
+
+    def _init_state(self, group, param):
+        return {"step": zeros(()), "exp_avg": zeros_like(param), "exp_inf": zeros_like(param)}
+
+    def _rule(self, param, grad, state, hyper, group):
+        beta1, beta2 = hyper["betas"]
+        return adamax_update(param, grad, state, lr=hyper["lr"], beta1=beta1, beta2=beta2, eps=hyper["eps"],
+                             weight_decay=hyper["weight_decay"], maximize=group["maximize"])
+
+
+class NAdam(_AdamFamily):
+    """NAdam, as `torch.optim.NAdam`: Adam with Nesterov momentum, the momentum warmed up by `momentum_decay`;
+    coupled L2 weight decay, or decoupled (AdamW's) with `decoupled_weight_decay=True`. Each parameter's state
+    `{'step', 'mu_product', 'exp_avg', 'exp_avg_sq'}` is made now. `foreach`, `capturable` and `differentiable`
+    are accepted and change nothing.
+
+    >>> w = aotjax.tensor([1.0, 2.0])
+    >>> opt = aotjax.optim.NAdam([w], lr=0.1)
+    >>> opt.step([aotjax.tensor([1.0, -2.0])])
+    >>> [round(v, 4) for v in w.tolist()], sorted(opt.state[w])
+    ([0.8944, 2.1056], ['exp_avg', 'exp_avg_sq', 'mu_product', 'step'])
+    """
+
+    hyperparameters = ("lr", "betas", "eps", "weight_decay", "momentum_decay")
+    flags = ("decoupled_weight_decay", "maximize")
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
+                                      maximize=maximize, foreach=foreach, capturable=capturable,
+                                      differentiable=differentiable))
+
+    def _init_state(self, group, param):
+        return {"step": zeros(()), "mu_product": ones(()), "exp_avg": zeros_like(param),
+                "exp_avg_sq": zeros_like(param)}
+
+    def _rule(self, param, grad, state, hyper, group):
+        beta1, beta2 = hyper["betas"]
+        return nadam_update(param, grad, state, lr=hyper["lr"], beta1=beta1, beta2=beta2, eps=hyper["eps"],
+                            weight_decay=hyper["weight_decay"], momentum_decay=hyper["momentum_decay"],
+                            decoupled=group["decoupled_weight_decay"], maximize=group["maximize"])
+
+
+class RAdam(_AdamFamily):
+    """RAdam, as `torch.optim.RAdam`: Adam whose adaptive term is rectified, and left out over the first steps
+    (while `rho_t <= 5`); coupled L2 weight decay, or decoupled with `decoupled_weight_decay=True`. Each
+    parameter's state `{'step', 'exp_avg', 'exp_avg_sq'}` is made now. `foreach`, `capturable` and
+    `differentiable` are accepted and change nothing.
+
+    >>> w = aotjax.tensor([1.0, 2.0])
+    >>> opt = aotjax.optim.RAdam([w], lr=0.1)
+    >>> opt.step([aotjax.tensor([1.0, -2.0])])
+    >>> [round(v, 5) for v in w.tolist()]
+    [0.9, 2.2]
+    """
+
+    hyperparameters = ("lr", "betas", "eps", "weight_decay")
+    flags = ("maximize", "decoupled_weight_decay")
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
+                 *, foreach=None, maximize=False, capturable=False, differentiable=False):
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      maximize=maximize, foreach=foreach, capturable=capturable,
+                                      decoupled_weight_decay=decoupled_weight_decay, differentiable=differentiable))
+
+    def _init_state(self, group, param):
+        return {"step": zeros(()), "exp_avg": zeros_like(param), "exp_avg_sq": zeros_like(param)}
+
+    def _rule(self, param, grad, state, hyper, group):
+        beta1, beta2 = hyper["betas"]
+        return radam_update(param, grad, state, lr=hyper["lr"], beta1=beta1, beta2=beta2, eps=hyper["eps"],
+                            weight_decay=hyper["weight_decay"], decoupled=group["decoupled_weight_decay"],
+                            maximize=group["maximize"])

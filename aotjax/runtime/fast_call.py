@@ -35,7 +35,7 @@ from aotjax.autograd import graph
 from aotjax.core import call_epoch
 from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
 from aotjax.core.checks import config
-from aotjax.core.interpreter import staging
+from aotjax.core.interpreter import _state, staging
 from aotjax.interpreters.eval import eager_writes, read, write
 from aotjax.runtime.boundary import BoundaryMeta, OutKind, apply
 from aotjax.tensor import Storage, Tensor, is_eager
@@ -151,8 +151,8 @@ class FastCall:
         then), nor checks turned on. If so it is the last call now (`run` compares the next call's tensors with it
         by identity), unless a transform runs somewhere: then the next call is checked again."""
         now = None if call_epoch.transforms_running() else call_epoch.epoch[0]
-        if staging() or self.unless_checks and config.checks:
-            return False
+        if staging() or self.unless_checks and config.checks or _state.autocast is not None:
+            return False  # NOTE: under autocast a call takes the full path, whose key holds autocast's dtype
         refs = self.refs
         same = self.stamp[0] is not None and self.stamp[0] == now
         for k, x in enumerate(tensors):

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from aotjax.core import call_epoch, views
+from aotjax.core.interpreter import _state
 from aotjax.core.interpreter import bind as _bind
 from aotjax.interpreters.ad_util import is_differentiable
 from aotjax.interpreters.eval import read
@@ -54,7 +55,7 @@ def differentiate_eagerly(aot, args: Sequence, kwargs: dict, argnums: tuple[int,
 
     NOTE: grad runs the backward before it applies the boundary, as its general path does: an exception leaves
     every input as it was."""
-    if not kwargs:
+    if not kwargs and _state.autocast is None:  # NOTE: under autocast the call takes its key's entry
         record = aot._eager_last.get((argnums, has_aux))
         if record is not None and (full := record.match(args)) is not None:
             return record.plan.run(full)
@@ -66,14 +67,14 @@ def differentiate_eagerly(aot, args: Sequence, kwargs: dict, argnums: tuple[int,
     signature = guards.call_key(leaves)
     if signature is None:
         return None
-    key = (in_tree, statics, signature, False)
+    key = (in_tree, statics, signature, False, _state.autocast)
     entry = aot._cache.get(key)
     full = entry.staged.call_leaves(leaves) if entry is not None else None
     if full is None:
         if entry is None:
             # NOTE: an entry the general path made (under a transform, keyed by abstract values) serves when it reads
             # no captured tensor (whose guard holds only for tracers); otherwise it is made here, as a plain call would
-            entry = aot._cache.get((in_tree, statics, guards.abstract_key(leaves), False))
+            entry = aot._cache.get((in_tree, statics, guards.abstract_key(leaves), False, _state.autocast))
             if entry is not None and not entry.staged.implicit:
                 aot._cache.setdefault(key, entry)
         entry, full = aot._live_entry(args, kwargs, key, leaves)
@@ -83,7 +84,8 @@ def differentiate_eagerly(aot, args: Sequence, kwargs: dict, argnums: tuple[int,
         plan = entry._eager_plans.setdefault(plan_key, _make_plan(entry, in_tree, aot.static_argnums, argnums, has_aux))
     if plan is None:
         return None
-    if not kwargs and all(map(is_eager, args)) and len(full) == len(args) + len(entry.staged.implicit):
+    if (not kwargs and _state.autocast is None and all(map(is_eager, args))
+            and len(full) == len(args) + len(entry.staged.implicit)):
         aot._eager_last[plan_key] = _LastCall(args, full[len(args):], plan, stamp)
     return plan.run(full)
 

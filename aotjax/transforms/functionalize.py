@@ -93,6 +93,9 @@ class Staged:
     # `(weak parameter, whether it was None)`: a call where that changed traces again
     grad_effects: list = field(default_factory=list)
     grad_guards: list = field(default_factory=list)
+    # `(weak parameter, k)`: implicit input k is the `.grad` of that parameter the trace read (an accumulation reads
+    # and writes it): each call passes the parameter's `.grad` of then, which may be another tensor
+    grad_inputs: list = field(default_factory=list)
 
     def call_leaves(self, leaves: list) -> list | None:
         """A call's flat arguments followed by the implicit inputs (their current values are read), or None when
@@ -104,7 +107,14 @@ class Staged:
                 return None
         if not self.implicit:
             return leaves
-        full = [*leaves, *self.implicit]
+        implicit = self.implicit
+        if self.grad_inputs:
+            implicit = list(implicit)
+            for ref, k in self.grad_inputs:
+                p = ref()
+                if p is not None:
+                    implicit[k] = graph.grad_of(p)
+        full = [*leaves, *implicit]
         return full if call_key(full) == self.key else None
 
     def release(self) -> "Staged":
@@ -163,6 +173,8 @@ def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_arg
     staged = Staged(closed, meta, groups, leaves, implicit=implicit)
     staged.grad_effects = effects
     staged.grad_guards = list(grads.consulted.values())
+    staged.grad_inputs = [(grads.consulted[key][0], k) for key, value in grads.read_values.items()
+                          for k, x in enumerate(implicit) if x is value]
     return staged
 
 

@@ -29,7 +29,7 @@ from aotjax.autograd import graph
 from aotjax.core.checks import config, emit_checks
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
-from aotjax.core.interpreter import Tracer
+from aotjax.core.interpreter import Tracer, _state
 from aotjax.core.source_info import where
 from aotjax.interpreters.batching import vmap_running
 from aotjax.interpreters.eval import read
@@ -221,6 +221,7 @@ class Jitted:
         self.checks = checks
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
         self._cache: dict = {}
+        self._variants: dict = {}  # key -> earlier programs of that key whose captured state no longer fit
         # the last compiled call with static arguments, to repeat (`_fast_static`; without them, `_invoke` is the
         # fast path): MISS for any call when none
         self._fast_run: Callable = fast_call.no_fast_call
@@ -257,7 +258,7 @@ class Jitted:
         signature = guards.call_key(leaves)
         if signature is None or guards.under_transform():
             if vmap_running():
-                key = (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled)
+                key = (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled, _state.autocast)
                 entry, full = self._live_entry(args, kwargs, key, leaves)
                 if _self_contained(entry.staged):
                     return bind_staged(entry.staged, full, functools.partial(compiled_call_p.bind,
@@ -266,14 +267,15 @@ class Jitted:
             # NOTE: under another transform the body is inlined into it, functionalized (checked if asked to).
             with emit_checks(self.checks) if self.checks is not None else contextlib.nullcontext():
                 return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
-        key = (in_tree, statics, signature, self.checks_enabled)
+        key = (in_tree, statics, signature, self.checks_enabled, _state.autocast)
         entry, full = self._live_entry(args, kwargs, key, leaves)
         staged = entry.staged
         if records_call(staged, full):  # NOTE: imperative autograd: one node of the recording, never fast
             return finish_call(staged, recorded_call(staged, full, functools.partial(compiled_call_p.bind,
                                                                                      program=entry.program)))
         fast_sig = None
-        if not kwargs and entry.checks is None and not staged.grad_effects and not staged.grad_guards:
+        if (not kwargs and entry.checks is None and not staged.grad_effects and not staged.grad_guards
+                and _state.autocast is None):  # NOTE: a call under autocast takes the full path (its key)
             dyn = tuple(a for i, a in enumerate(args) if i not in static_pos) if static_pos else args
             fast_sig = fast_call.signature(dyn, entry.staged.implicit)
         out = entry.run(full, entry.fn)
@@ -323,8 +325,20 @@ class Jitted:
             entry = self._publish(key, self._stage(args, kwargs))
         full = entry.staged.call_leaves(leaves)
         if full is None:
-            entry = self._cache[key] = self._stage(args, kwargs)
-            full = entry.staged.call_leaves(leaves)
+            # NOTE: a program traced earlier for this key may fit (a step alternating between `.grad`s being None
+            # and not, as gradient accumulation over an odd number of batches does): kept, up to four per key
+            others = self._variants.setdefault(key, [])
+            for k, other in enumerate(others):
+                full = other.staged.call_leaves(leaves)
+                if full is not None:
+                    others[k], entry = entry, other
+                    break
+            else:
+                others.insert(0, entry)
+                del others[4:]
+                entry = self._stage(args, kwargs)
+                full = entry.staged.call_leaves(leaves)
+            self._cache[key] = entry
         return entry, full
 
     def _publish(self, key, entry):
@@ -357,6 +371,7 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._variants.clear()
         self._forget_fast_call()
 
     def __repr__(self) -> str:

@@ -14,6 +14,7 @@ from aotjax.autograd.graph import RecordingTensor, fast_operand
 from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.call_epoch import running as _transforms
 from aotjax.core.errors import DTypeError, ShapeError
+from aotjax.core.interpreter import _state
 from aotjax.core.primitive import Recompute
 from aotjax.core.source_info import where
 from aotjax.interpreters.ad_util import Zero
@@ -21,6 +22,7 @@ from aotjax.interpreters.batching import batching_rules, moveaxis, not_mapped
 from aotjax.interpreters.eval import apply_plain, apply_recording
 from aotjax.interpreters.jvp import defjvp, jvp_rules, sum_tangents
 from aotjax.interpreters.transpose import deflinear2_transpose, linear_operand, transpose_rules
+from aotjax.ops.base import autocast
 from aotjax.ops.base.combinators import broadcast_shapes, same_dtype, standard_primitive
 from aotjax.ops.base.data import as_tensor, promote
 from aotjax.ops.creation.factories import eye, ones
@@ -196,6 +198,8 @@ def matmul(a, b):
     >>> aotjax.matmul(aotjax.ones(5, 2, 3), aotjax.ones(3, 4)).shape
     (5, 2, 4)
     """
+    if _state.autocast is not None:  # NOTE: inside `aotjax.autocast`: in its dtype (`autocast.lower`)
+        return _matmul_autocast(a, b)
     if (type(a) is type(b) is Tensor and not a._chain and not b._chain and a._strides is None
             and b._strides is None and not _transforms[0] and a._storage.grad_node is None
             and b._storage.grad_node is None):  # NOTE: the eager fast path (`apply_plain`)
@@ -214,6 +218,10 @@ def matmul(a, b):
     return matmul_p.bind(a, b)
 
 
+_matmul_autocast = autocast.lower(matmul)
+
+
+@autocast.lower
 def mm(a, b):
     """The product of two matrices (2-D only; see `matmul` for the general case).
 
@@ -228,6 +236,7 @@ def mm(a, b):
     return matmul_p.bind(a, b)
 
 
+@autocast.lower
 def bmm(a, b):
     """Batched matrix product of 3-D tensors `[B, n, m] @ [B, m, p]` (no broadcasting).
 
@@ -341,6 +350,7 @@ def _einsum_transpose(ct, *xs, equation):
 transpose_rules[einsum_p] = _einsum_transpose
 
 
+@autocast.lower
 def einsum(equation: str, *operands):
     """Einstein summation, as `torch.einsum` (operands may also be passed as one list).
 
@@ -370,6 +380,7 @@ def outer(a, b):
     return einsum_p.bind(*promote(a, b), equation="i,j->ij")
 
 
+@autocast.lower
 def linear(x, weight, bias=None):
     """`x @ weight.T + bias`, as `torch.nn.functional.linear` (`weight` is `[out_features, in_features]`).
 

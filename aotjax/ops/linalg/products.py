@@ -11,6 +11,7 @@ import numpy as np
 
 from aotjax.core.errors import ShapeError
 from aotjax.core.source_info import where
+from aotjax.ops.base import autocast
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.indexing.subscripts import copy_
 from aotjax.ops.linalg import decompositions as dec
@@ -39,6 +40,7 @@ def _scaled_sum(input, product, beta, alpha):
     return (input if beta == 1 else input * beta) + product
 
 
+@autocast.lower
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """`beta * input + alpha * (mat1 @ mat2)` for matrices `mat1`, `mat2` (`input` broadcasts), as `torch.addmm`.
 
@@ -81,6 +83,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return _scaled_sum(input, einsum("bij,bjk->ik", b1, b2), beta, alpha)
 
 
+@autocast.lower
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """`beta * input + alpha * bmm(batch1, batch2)`, as `torch.baddbmm`.
 

@@ -150,14 +150,35 @@ def _type_as(x, other):
 
 def _cast_method(name: str, dtype, what: str):
     def cast(x):
-        return to(x, dtype)
+        return to(x, dtype=dtype)  # NOTE: a keyword: the name "bfloat16" is a string, which `to` reads as a device
     cast.__name__ = cast.__qualname__ = name
     cast.__doc__ = f"`x` as {what}."
     return cast
 
 
+def _cpu(x, memory_format=None):
+    """`x` on the CPU (itself when it is there), as `torch.Tensor.cpu`."""
+    return to(x, "cpu", memory_format=memory_format)
+
+
+def _cuda(x, device=None, non_blocking: bool = False, memory_format=None):
+    """`x` on a GPU (`device`: an index or 'cuda:i'; the first by default), as `torch.Tensor.cuda`; raises where
+    jax has no GPU."""
+    try:
+        jax.devices("gpu")
+    except RuntimeError:
+        raise RuntimeError(f"No CUDA GPUs are available{source_info.where()}: jax has no GPU on this machine. Guard "
+                           f"GPU code with aotjax.cuda.is_available().") from None
+    name = "cuda" if device is None else device if isinstance(device, str) else f"cuda:{int(device)}"
+    return to(x, name, non_blocking=non_blocking, memory_format=memory_format)
+
+
 # NOTE: methods only: `aotjax.float` is a dtype, as `torch.float` is.
 method(to)
+method(_cpu, "cpu")
+method(_cuda, "cuda")
+Tensor.is_cuda = property(lambda self: any(d.platform == "gpu" for d in self.devices()),
+                          doc="Whether the tensor is on a GPU.")
 method(_type_as, "type_as")
 for _name, _dtype, _what in (("float", np.float32, "float32"), ("half", np.float16, "float16"),
                              ("bfloat16", "bfloat16", "bfloat16"), ("int", np.int32, "int32"),

@@ -9,6 +9,7 @@ import numpy as np
 
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.source_info import where
+from aotjax.ops.base import autocast
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.base.frontend import canonical_dim, to_dtype
 from aotjax.ops.base.promotion import is_float
@@ -366,6 +367,7 @@ def _float_input(op: str, x, dtype=None):
 
 
 # -- softmax ---------------------------------------------------------------------------------------
+@autocast.float32_on_gpu
 def softmax(input, dim: int, dtype=None):
     """`exp(x) / sum(exp(x))` along `dim`, computed stably (the max is subtracted first).
 
@@ -382,6 +384,7 @@ def softmax(input, dim: int, dtype=None):
     return (e / e.sum(dim, keepdim=True)).to(out_dtype)
 
 
+@autocast.float32_on_gpu
 def log_softmax(input, dim: int, dtype=None):
     """`log(softmax(x, dim))`, computed stably as `x - max - log(sum(exp(x - max)))`.
 

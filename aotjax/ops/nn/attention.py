@@ -8,6 +8,7 @@ import numpy as np
 
 from aotjax.core.errors import ShapeError
 from aotjax.core.source_info import where
+from aotjax.ops.base import autocast
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.creation.factories import ones
 from aotjax.ops.nn.activations import softmax
@@ -17,6 +18,7 @@ __all__: list[str] = []
 FUNCTIONAL = ["scaled_dot_product_attention"]
 
 
+@autocast.lower
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None, *, dropout_key=None):
     """`softmax(query @ key.T * scale + mask) @ value` over the last two dims (`[..., L, E]` queries,

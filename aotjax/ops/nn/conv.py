@@ -22,6 +22,7 @@ from aotjax.interpreters.ad_util import Zero
 from aotjax.interpreters.batching import batching_rules, not_mapped
 from aotjax.interpreters.jvp import defjvp
 from aotjax.interpreters.transpose import deflinear2_transpose
+from aotjax.ops.base import autocast
 from aotjax.ops.base.combinators import standard_primitive
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.base.promotion import is_float
@@ -238,6 +239,7 @@ def _conv(op: str, n: int, x, weight, bias, stride, padding, dilation, groups):
     return out.squeeze(0) if unbatched else out
 
 
+@autocast.lower
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """A 1-D convolution (cross-correlation, as PyTorch's) of `input` `[N, C, L]` (or `[C, L]`) with `weight`
     `[O, C/groups, k]`. `padding` is an int, a tuple, `'valid'` (none) or `'same'` (the output as long as the
@@ -250,6 +252,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: in
     return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
+@autocast.lower
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """A 2-D convolution of `input` `[N, C, H, W]` (or `[C, H, W]`) with `weight` `[O, C/groups, kh, kw]`, as
     `torch.nn.functional.conv2d` (see `conv1d` for `padding`).
@@ -261,6 +264,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: in
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+@autocast.lower
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """A 3-D convolution of `input` `[N, C, D, H, W]` (or `[C, D, H, W]`) with `weight` `[O, C/groups, kd, kh,
     kw]`, as `torch.nn.functional.conv3d`.
@@ -305,6 +309,7 @@ def _conv_transpose(op: str, n: int, x, weight, bias, stride, padding, output_pa
     return out.squeeze(0) if unbatched else out
 
 
+@autocast.lower
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
     """The transposed 1-D convolution (the gradient of `conv1d` with respect to its input) of `input` `[N, C, L]`
     with `weight` `[C, O/groups, k]`, as `torch.nn.functional.conv_transpose1d`.
@@ -317,6 +322,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            dilation)
 
 
+@autocast.lower
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
     """The transposed 2-D convolution of `input` `[N, C, H, W]` with `weight` `[C, O/groups, kh, kw]`, as
     `torch.nn.functional.conv_transpose2d`.
@@ -330,6 +336,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            dilation)
 
 
+@autocast.lower
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
     """The transposed 3-D convolution of `input` `[N, C, D, H, W]` with `weight` `[C, O/groups, kd, kh, kw]`, as
     `torch.nn.functional.conv_transpose3d`.

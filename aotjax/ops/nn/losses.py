@@ -11,6 +11,7 @@ import numpy as np
 
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.source_info import where
+from aotjax.ops.base import autocast
 from aotjax.ops.base.data import as_tensor, tensor
 from aotjax.ops.base.promotion import category, default_int_dtype, is_float
 from aotjax.ops.control_flow.scan import scan
@@ -43,6 +44,7 @@ def _softplus(z):
 
 
 # -- classification --------------------------------------------------------------------------------
+@autocast.float32
 def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean"):
     """The negative log likelihood: `-weight[t] * input[n, t]` for log-probabilities `input` (classes on
     dim 1, or dim 0 when unbatched) and class indices `target`; entries equal to `ignore_index` are skipped,
@@ -102,6 +104,7 @@ def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):
     return _reduce(loss, reduction)
 
 
+@autocast.float32
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str = "mean", pos_weight=None):
     """`binary_cross_entropy(sigmoid(input), target)` computed stably from the logits; `pos_weight` (one per
     class, broadcast along the last dim) weighs the positive term.
@@ -134,6 +137,7 @@ def _weighted(op: str, loss, weight):
     return loss * weight
 
 
+@autocast.float32
 def l1_loss(input, target, reduction: str = "mean", weight=None):
     """The absolute error `|input - target|`, times `weight` (of the input's shape) if given.
 
@@ -144,6 +148,7 @@ def l1_loss(input, target, reduction: str = "mean", weight=None):
     return _reduce(_weighted("l1_loss", (as_tensor(input) - target).abs(), weight), reduction)
 
 
+@autocast.float32
 def smooth_l1_loss(input, target, reduction: str = "mean", beta: float = 1.0):
     """`0.5 * d**2 / beta` where `|d| < beta`, `|d| - 0.5 * beta` elsewhere (`d = input - target`); `beta=0`
     is the L1 loss.
@@ -177,6 +182,7 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weigh
                    reduction)
 
 
+@autocast.float32
 def kl_div(input, target, reduction: str = "mean", log_target: bool = False):
     """The pointwise KL divergence `target * (log(target) - input)` for log-probabilities `input` (and
     log-probabilities `target` with `log_target=True`); `reduction='batchmean'` divides the sum by the batch
@@ -431,6 +437,7 @@ def _reduce(loss, reduction: str):
     return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
 
 
+@autocast.float32
 def mse_loss(input, target, reduction: str = "mean", weight=None):
     """The squared error `(input - target) ** 2`, averaged (`'mean'`), summed (`'sum'`) or not (`'none'`); with
     `weight` (of the input's shape), each error times its weight, and the mean divided by the weights' sum (torch's).
@@ -450,6 +457,7 @@ def mse_loss(input, target, reduction: str = "mean", weight=None):
     return weighted.sum() / weight.sum() if reduction == "mean" else _reduce(weighted, reduction)
 
 
+@autocast.float32
 def cross_entropy(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0):
     """The cross entropy between the logits `input` (classes on dim 1, or dim 0 when unbatched) and

@@ -12,6 +12,7 @@ import numpy as np
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.interpreter import Tracer
 from aotjax.core.source_info import where
+from aotjax.ops.base import autocast
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.base.frontend import canonical_dim
 from aotjax.ops.base.promotion import category, default_int_dtype
@@ -31,6 +32,7 @@ FUNCTIONAL = ["layer_norm", "rms_norm", "batch_norm", "dropout", "group_norm", "
               "feature_alpha_dropout"]
 
 
+@autocast.float32_on_gpu
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
     """Splits the channels (dim 1 of an `[N, C, ...]` input) into `num_groups` groups and normalizes each
     group of each sample to mean 0 and (biased) variance 1, then applies the per-channel affine `weight` and
@@ -348,6 +350,7 @@ def _normalized_dims(op: str, x, normalized_shape) -> tuple[int, ...]:
     return tuple(range(x.ndim - k, x.ndim))
 
 
+@autocast.float32_on_gpu
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     """Normalizes over the trailing `normalized_shape` dims to mean 0 and variance 1 (biased), then
     applies the elementwise affine `weight` and `bias` if given.
@@ -366,6 +369,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     return y.to(out_dtype)
 
 
+@autocast.float32_on_gpu
 def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
     """`x / sqrt(mean(x**2) + eps)` over the trailing `normalized_shape` dims, times `weight` if
     given; `eps` defaults to the machine epsilon of `x`'s dtype (as in PyTorch).
