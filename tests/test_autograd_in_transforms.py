@@ -266,3 +266,22 @@ def test_a_compiled_step_reads_the_grad_of_each_call_not_the_one_it_was_traced_w
         return np.asarray(model.weight.detach().numpy())
 
     np.testing.assert_allclose(run(True), run(False), rtol=1e-6)
+
+
+def test_backward_inside_an_eager_scan_body_accumulates_as_the_torch_loop():
+    xs = [[1.0, 0.5], [-1.0, 2.0], [0.0, 0.3]]
+    w = aotjax.tensor([1.0, 2.0], requires_grad=True)
+
+    def body(h, x):
+        ((h * w + x) ** 2).sum().backward()
+        return h * 0.5, h.sum()
+
+    aotjax.lax.scan(body, aotjax.ones(2), aotjax.tensor(xs))
+    wt, ht = torch.tensor([1.0, 2.0], requires_grad=True), torch.ones(2)
+    for x in torch.tensor(xs):
+        ((ht * wt + x) ** 2).sum().backward()
+        ht = ht * 0.5
+    _close(w.grad, wt.grad)
+    assert not w.grad.requires_grad
+    with pytest.raises(UnsupportedError, match="backward\\(\\) inside a scan/cond/while body under jit"):
+        aotjax.jit(lambda: aotjax.lax.scan(body, aotjax.ones(2), aotjax.tensor(xs)))()

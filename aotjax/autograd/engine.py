@@ -27,10 +27,12 @@ from aotjax.autograd.graph import Input, Leaf, Node, Written
 from aotjax.core import views
 from aotjax.core.avals import get_aval
 from aotjax.core.call_epoch import running as transforms_running
+from aotjax.core.errors import UnsupportedError
 from aotjax.core.interpreter import Tracer, grad_mode
 from aotjax.core.ir import param_key
 from aotjax.core.source_info import where
 from aotjax.interpreters.eval import read
+from aotjax.ops.control_flow._body import BodyTrace
 from aotjax.ops.shape.views import pinned_p
 from aotjax.tensor import Tensor
 
@@ -476,6 +478,9 @@ def _run_hooks(watched: list, probes: list, by_leaf: dict, by_probe: dict, creat
 def _accumulate(t: Tensor, ct, create_graph: bool) -> None:
     """Add `ct` to `t.grad` (in place when it has one and the graph is not being made, as PyTorch)."""
     staging = grad_state.active()
+    if isinstance(ct, Tracer) and not isinstance(t, Tracer) and isinstance(getattr(ct, "_trace", None), BodyTrace):
+        _accumulate_in_body(t, ct, staging)
+        return
     if staging is not None and isinstance(ct, Tracer) and not isinstance(t, Tracer):
         # NOTE: a staged function's backward: the gradient is a traced value, the `.grad` state (see grad_state)
         current = staging.read(t, graph.grad_of(t))
@@ -493,6 +498,22 @@ def _accumulate(t: Tensor, ct, create_graph: bool) -> None:
     else:
         with grad_mode(False):
             meta.grad.add_(ct)
+
+
+def _accumulate_in_body(t: Tensor, ct, staging) -> None:
+    """`backward()` inside a loop body or a branch called eagerly: `t.grad` is eager state the body adds to in
+    place, which the loop carries and writes back (a `.grad` that was None starts as zeros, made eagerly)."""
+    if staging is not None:
+        raise UnsupportedError(
+            f"backward() inside a scan/cond/while body under jit or aot{where()}: the loop cannot carry the "
+            f"`.grad` state of the compiled step. Compute the gradient with aotjax.autograd.grad(loss, params) "
+            f"inside the body and return or accumulate it as a carry, or call backward() outside the loop.")
+    meta = graph.meta_of(t)
+    if meta.grad is None:
+        meta.grad = Tensor._wrap(jax.numpy.zeros(t.shape, t.dtype))  # NOTE: eager, made outside the body's trace
+    graph.gradient_buffers[id(meta.grad._storage)] = meta.grad._storage
+    with grad_mode(False):
+        meta.grad.add_(ct)
 
 
 def _owned(ct, t: Tensor):

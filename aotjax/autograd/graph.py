@@ -215,6 +215,11 @@ def factory(fn: Callable) -> Callable:
     return make
 
 
+# The storages (by id, held weakly through their tensors' `.grad`) of the `.grad`s a `backward()` inside a loop body
+# adds to: the loop's write-back of them is a gradient, not a recorded write (`aotjax.ops.control_flow._body`).
+gradient_buffers: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
 def link_lifted(inner: Tensor, outer) -> None:
     """`inner`, a tensor of a staged function standing for `outer` (an argument or a captured tensor, viewing all of
     its storage), requires grad if `outer` does, at the same place in the graph (a leaf stays that leaf)."""

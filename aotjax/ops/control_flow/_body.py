@@ -30,7 +30,7 @@ from aotjax.autograd import graph
 from aotjax.core import views
 from aotjax.core.avals import ShapedArray, get_aval
 from aotjax.core.errors import UnsupportedError
-from aotjax.core.interpreter import Tracer, below, full_raise, new_main
+from aotjax.core.interpreter import Tracer, below, full_raise, grad_mode, new_main
 from aotjax.core.ir import ClosedJaxpr, Jaxpr, dce
 from aotjax.core.source_info import where
 from aotjax.core.typecheck import typecheck, typecheck_enabled
@@ -195,7 +195,13 @@ def _is_of(x, trace) -> bool:
 
 def write_back(target, new_value) -> None:
     """Write `new_value` into the caller's tensor `target` (a loop's carried capture, a scanned `xs`), under
-    whatever interpreter the caller runs: eagerly it is stored, under a transform it is that transform's write."""
+    whatever interpreter the caller runs: eagerly it is stored, under a transform it is that transform's write. A
+    parameter's `.grad` that a `backward()` inside the body accumulated into is written as the gradient it is, not
+    recorded (`graph.gradient_buffers`)."""
+    if id(getattr(target, "_storage", None)) in graph.gradient_buffers:
+        with grad_mode(False):
+            bind_inplace(copy__p, target, new_value)
+        return
     bind_inplace(copy__p, target, new_value)
 
 
