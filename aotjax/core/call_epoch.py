@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["epoch", "running", "advance", "transform_entered", "transform_left", "transforms_running"]
+__all__ = ["epoch", "running", "modules", "module_changed", "advance", "transform_entered", "transform_left",
+           "transforms_running"]
 
 epoch = [0]
+# NOTE: a count of its own: `aotjax.nn.Module` attribute, parameter, buffer or submodule set (`module_changed`); the
+# guards of a compiled program read from modules again only when it moved (`aotjax.runtime.trace_reads`)
+modules = [0]
 running = [0]  # how many interpreters other than eager evaluation are active, all threads together
 
 _lock = threading.Lock()
@@ -23,6 +27,11 @@ _lock = threading.Lock()
 def advance() -> None:
     """After a change the fast path must see."""
     epoch[0] += 1
+
+
+def module_changed() -> None:
+    """After a module's attribute, parameter, buffer or submodule was set or deleted."""
+    modules[0] += 1
 
 
 def transform_entered() -> None:

@@ -27,13 +27,17 @@ __all__ = ["Config", "config", "emit_checks", "checks_emitted", "CheckRecord", "
 @dataclass
 class Config:
     """Process-wide settings (`aotjax.config`). `checks`: the default of `jit`/`aot`'s `checks`
-    argument, read at each call (`AOTJAX_CHECKS=1` in the environment turns it on).
+    argument, read at each call (`AOTJAX_CHECKS=1` in the environment turns it on). `recompile_limit`: how
+    many times one compiled function traces before a `RecompileWarning` says why (torch's name and default);
+    `fail_on_recompile_limit_hit`: raise `RecompileLimitError` there instead (see `aotjax.runtime.recompiles`).
 
     >>> aotjax.config.checks
     False
     """
 
     checks: bool = field(default_factory=lambda: os.environ.get("AOTJAX_CHECKS", "0") not in ("", "0"))
+    recompile_limit: int = 8
+    fail_on_recompile_limit_hit: bool = False
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)

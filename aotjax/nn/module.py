@@ -39,6 +39,7 @@ import jax
 import numpy as np
 
 from aotjax.autograd import graph
+from aotjax.core import call_epoch
 from aotjax.core.interpreter import Tracer, grad_mode
 from aotjax.nn.parameter import Parameter
 from aotjax.ops.base.data import tensor
@@ -159,6 +160,7 @@ class Module:
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' (aotjax Tensor or None "
                             f"required)")
         self._buffers[name] = tensor
+        call_epoch.module_changed()
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -181,6 +183,7 @@ class Module:
             raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
                             f"(aotjax.nn.Parameter or None required)")
         self._parameters[name] = param
+        call_epoch.module_changed()
 
     def add_module(self, name: str, module: "Module | None") -> None:
         """Add a submodule (or None) under `name`, as attribute assignment does.
@@ -198,6 +201,7 @@ class Module:
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
         self._modules[name] = module
+        call_epoch.module_changed()
 
     register_module = add_module
 
@@ -211,6 +215,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name: str, value: Any) -> None:
+        call_epoch.module_changed()  # NOTE: compiled programs' guards read from modules again
         state = self.__dict__
         params = state.get("_parameters")
         if isinstance(value, Parameter):
@@ -239,6 +244,7 @@ class Module:
                 raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' (aotjax Tensor or None "
                                 f"expected)")
             self._buffers[name] = value
+            call_epoch.module_changed()
         else:
             object.__setattr__(self, name, value)
 
@@ -251,6 +257,7 @@ class Module:
         self._non_persistent_buffers_set.discard(name)
 
     def __delattr__(self, name: str) -> None:
+        call_epoch.module_changed()
         for kind in _STATE_DICTS:
             table = self.__dict__.get(kind)
             if table is not None and name in table:
@@ -487,6 +494,7 @@ class Module:
             setattr(self, name, value if isinstance(value, Parameter) else Parameter(value, target.requires_grad))
         else:
             self._buffers[name] = value
+            call_epoch.module_changed()
 
     # -- modes and conversions ---------------------------------------------------------------------
     def train(self, mode: bool = True) -> "Module":

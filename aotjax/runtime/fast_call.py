@@ -5,7 +5,8 @@ hundred nanoseconds per argument. A loop calling a compiled step mostly repeats 
 structure (positional Tensors and Python scalars, no keyword), the same tensor objects or tensors of the same
 shapes, dtypes and layouts, no two arguments sharing memory. A `FastCall` remembers, for the entry that call ran,
 the last call's tensor arguments (by weak reference, so that no argument's data is kept alive), their layouts
-`(view chain, strides, offset)`, shapes and dtypes, and what the boundary does with the program's results,
+(whether a view, and the strides: a view is read by value, wherever it starts, unless the program returns an alias
+of it), shapes and dtypes, and what the boundary does with the program's results,
 precomputed: which inputs it reads how, which buffers it donates, which inputs take which new bases, how the
 outputs are built. A call passing the very same tensor objects runs the program directly; one passing other
 tensors (a new batch) has those checked once (layout, shape, dtype), then all storages distinct; anything else (a
@@ -72,7 +73,7 @@ def guard_avals(fn: Callable, in_avals) -> Callable:
 
 class Signature(NamedTuple):
     """What the fast path keeps of a call, taken before it runs: its tensors (the positional arguments', then the
-    captured ones), their layouts `(view chain, strides, offset)` and `(shape, dtype)`, and `call_epoch` then
+    captured ones), their layouts `(whether a view, strides)` and `(shape, dtype)`, and `call_epoch` then
     (None while a transform runs: the call is checked again)."""
     tensors: list
     layouts: list
@@ -91,7 +92,7 @@ def signature(args: tuple, implicit: list) -> Signature | None:
         elif type(x) not in _SCALARS:
             return None
     tensors.extend(implicit)
-    return Signature(tensors, [(x._chain, x._strides, x._offset) for x in tensors],
+    return Signature(tensors, [(bool(x._chain), x._strides) for x in tensors],
                      [(x.shape, x.dtype) for x in tensors], stamp)
 
 
@@ -102,19 +103,20 @@ class FastCall:
 
     __slots__ = ("implicit", "unless_checks", "refs", "stamp", "layouts", "avals", "fn", "donated", "forwards",
                  "writes", "outputs", "single", "meta", "generic", "mutated_pos", "base_pos", "statics", "run",
-                 "source", "recording_free")
+                 "source", "recording_free", "guards", "grad_enabled", "offsets")
 
     @classmethod
     def build(cls, fn: Callable, meta: BoundaryMeta, jaxpr, donated: tuple, mutated_pos: list, base_pos: list,
               args: tuple, implicit: list, sig: Signature, unless_checks: bool = False,
-              slow: Callable | None = None) -> "FastCall | None":
+              slow: Callable | None = None, guards=None, offsets: list = ()) -> "FastCall | None":
         """The fast path of the call that just ran `fn` (a compiled entry's jitted function) on `args` (positional
         only; `implicit`: the entry's captured tensors) with signature `sig` (taken before the call), or None where
         it does not apply (tensors sharing memory, the same object twice, view changes of inputs). It misses while
         a staging transform traces (the call is staged then), and with `unless_checks` while `aotjax.config.checks`
         is on (the entry was compiled without checks). With `slow` (a weak reference to the caller's full path),
         `run` takes the call's own arguments (`*args, **kwargs`) and calls `slow()` with them where it misses: it
-        can then be the caller's `__call__` itself (`Jitted`), one Python frame fewer per call."""
+        can then be the caller's `__call__` itself (`Jitted`), one Python frame fewer per call. `guards` (the
+        entry's `trace_reads.Guards`) must hold at each call, and grad mode be as it is now."""
         full = [*args, *implicit]
         groups = meta.groups
         if meta.metadata or len(groups) != len(full) or any(
@@ -122,6 +124,10 @@ class FastCall:
             return None
         self = cls()
         self.implicit, self.unless_checks = implicit, unless_checks
+        self.guards, self.grad_enabled = guards or None, _state.grad_enabled
+        # NOTE: the offsets the program depends on (`Staged.offsets`), by position among the call's tensors
+        position = {i: k for k, i in enumerate(i for i, x in enumerate(args) if is_eager(x))}
+        self.offsets = [(position[i], o) for i, o in offsets if i in position]
         # NOTE: whether no tensor of the call required grad: then one that does later misses (its call is recorded)
         self.recording_free = not any(x._ag is not None for x in sig.tensors)
         # NOTE: the argument tensors by weak reference: a compiled function keeps no argument's data alive
@@ -158,7 +164,7 @@ class FastCall:
         for k, x in enumerate(tensors):
             if same and (k >= len(refs) or x is refs[k]()):
                 continue  # NOTE: this object was checked, and nothing it depends on changed since
-            if not is_eager(x) or (x._chain, x._strides, x._offset) != self.layouts[k]:
+            if not is_eager(x) or (bool(x._chain), x._strides) != self.layouts[k]:
                 return False
             if self.recording_free and graph.joins_graph(x):
                 return False  # NOTE: imperative autograd records this call (`aotjax.transforms.jit.records_call`)
@@ -168,6 +174,9 @@ class FastCall:
                 return False
         if len({id(x._storage) for x in tensors}) != len(tensors):
             return False
+        for i, offset in self.offsets:
+            if tensors[i]._offset != offset:
+                return False
         refs[:] = [weakref.ref(x) for x in tensors[:len(refs)]]
         self.stamp[0] = now
         return True
@@ -220,6 +229,14 @@ def specialized_run(fast: FastCall, args: tuple, slow: Callable | None = None) -
         emit(f"        return {miss}")
     else:
         emit("    if args:")
+        emit(f"        return {miss}")
+    # the modes and the Python values the program's trace read (`aotjax.runtime.trace_reads`)
+    env.update(STATE=_state, GRAD=fast.grad_enabled)
+    emit("    if STATE.grad_enabled is not GRAD:")
+    emit(f"        return {miss}")
+    if fast.guards is not None:
+        env.update(HOLDS=fast.guards.holds, IMPLICIT=implicit)
+        emit("    if not HOLDS(IMPLICIT):")
         emit(f"        return {miss}")
     for i, x in enumerate(args):
         if not isinstance(x, Tensor):

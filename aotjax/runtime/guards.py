@@ -1,23 +1,27 @@
 """Guards: the key a compiled program is cached on.
 
 A program is reused only for calls with the same input abstract values, PyTorch strides (they
-decide view-or-copy while tracing), pytree structure, static arguments and aliasing pattern (which
-arguments share a storage, with what view chains, and which are the same object). A call matching
-no key traces again, so a program compiled for one pattern never runs for another.
+decide view-or-copy while tracing), pytree structure, static arguments, aliasing pattern (which
+arguments share a storage, with what view chains, and which are the same object) and modes (grad,
+autocast). A call matching no key traces again, so a program compiled for one pattern never runs for
+another. The Python values a trace read are checked too, per program (`aotjax.runtime.trace_reads`).
 """
 from __future__ import annotations
 
 from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
 from aotjax.core.avals import get_aval
-from aotjax.core.interpreter import Tracer, find_top_trace
+from aotjax.core.interpreter import Tracer, _state, find_top_trace
 from aotjax.tensor import Tensor, is_eager
 
 
 def call_key(leaves: list) -> tuple | None:
     """The signature of a call's flat arguments in one pass (this runs on every call): per leaf its
-    shape, dtype and PyTorch layout, the first leaf sharing its storage and the first that is the
+    shape, dtype and PyTorch strides, the first leaf sharing its storage and the first that is the
     same object; the view chains too when distinct tensors share a storage (a synthetic base).
-    None if a leaf is a tracer (the call is under another transform)."""
+    None if a leaf is a tracer (the call is under another transform).
+    NOTE: not a view's storage offset: a view argument is the program's input by value (`source[i:i+n]` for each
+    `i` runs one program); a program that returns an alias of it or changes its view checks the offset it was
+    traced with (`Staged.offsets`)."""
     storages: dict = {}
     objects: dict = {}
     sig = []
@@ -30,7 +34,7 @@ def call_key(leaves: list) -> tuple | None:
             same = objects.setdefault(id(x), i)
             first = storages.setdefault(id(x._storage), i)
             shared = shared or (first != i and same == i)
-            sig.append((aval.shape, aval.dtype, x._strides, x._offset, first, same))
+            sig.append((aval.shape, aval.dtype, x._strides, first, same))
         elif isinstance(x, Tracer):
             return None
         elif isinstance(x, _SCALARS):
@@ -40,6 +44,13 @@ def call_key(leaves: list) -> tuple | None:
     if shared:
         sig.append(tuple(x._chain if isinstance(x, Tensor) else None for x in leaves))
     return tuple(sig)
+
+
+def modes() -> tuple:
+    """The modes a trace depends on, part of every cache key: autocast's `(dtype, device type)` (or None) and
+    whether grad is enabled (a program traced under `no_grad()` stops every derivative; a function may read
+    `is_grad_enabled()`)."""
+    return _state.autocast, _state.grad_enabled
 
 
 def under_transform() -> bool:

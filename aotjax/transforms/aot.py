@@ -67,7 +67,7 @@ import jax
 from aotjax.core.checks import emit_checks
 from aotjax.core.errors import UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
-from aotjax.core.interpreter import Tracer, _state
+from aotjax.core.interpreter import Tracer
 from aotjax.core.ir import ClosedJaxpr
 from aotjax.core.source_info import where
 from aotjax.interpreters.partial_eval import partitioning_loop_bodies
@@ -281,13 +281,13 @@ class Aot(Jitted):
         statics = guards.hashable_statics(statics) if statics else ()
         signature = guards.call_key(leaves)
         if signature is not None and not guards.under_transform():  # eager: the inference program, boundary restored
-            key = (in_tree, statics, signature, self.checks_enabled, _state.autocast)
+            key = (in_tree, statics, signature, self.checks_enabled, guards.modes())
             entry, leaves = self._live_entry(args, kwargs, key, leaves)
             if records_call(entry.staged, leaves):  # NOTE: imperative autograd: the forward runs, residuals kept
                 return finish_call(entry.staged, recorded_call(entry.staged, leaves,
                                                                functools.partial(run_recorded, entry)))
             return finish_call(entry.staged, entry.plain.run(leaves, entry.plain.fn))
-        key = (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled, _state.autocast)
+        key = (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled, guards.modes())
         entry, leaves = self._live_entry(args, kwargs, key, leaves)
         return bind_staged(entry.staged, leaves, functools.partial(aot_call_p.bind, entry=entry))
 

@@ -67,14 +67,14 @@ def differentiate_eagerly(aot, args: Sequence, kwargs: dict, argnums: tuple[int,
     signature = guards.call_key(leaves)
     if signature is None:
         return None
-    key = (in_tree, statics, signature, False, _state.autocast)
+    key = (in_tree, statics, signature, False, guards.modes())
     entry = aot._cache.get(key)
-    full = entry.staged.call_leaves(leaves) if entry is not None else None
+    full = entry.staged.call_leaves(leaves) if entry is not None and entry.staged.refresh() is None else None
     if full is None:
         if entry is None:
             # NOTE: an entry the general path made (under a transform, keyed by abstract values) serves when it reads
             # no captured tensor (whose guard holds only for tracers); otherwise it is made here, as a plain call would
-            entry = aot._cache.get((in_tree, statics, guards.abstract_key(leaves), False, _state.autocast))
+            entry = aot._cache.get((in_tree, statics, guards.abstract_key(leaves), False, guards.modes()))
             if entry is not None and not entry.staged.implicit:
                 aot._cache.setdefault(key, entry)
         entry, full = aot._live_entry(args, kwargs, key, leaves)
@@ -86,7 +86,7 @@ def differentiate_eagerly(aot, args: Sequence, kwargs: dict, argnums: tuple[int,
         return None
     if (not kwargs and _state.autocast is None and all(map(is_eager, args))
             and len(full) == len(args) + len(entry.staged.implicit)):
-        aot._eager_last[plan_key] = _LastCall(args, full[len(args):], plan, stamp)
+        aot._eager_last[plan_key] = _LastCall(args, full[len(args):], plan, stamp, entry.staged.guards)
     return plan.run(full)
 
 
@@ -96,15 +96,17 @@ class _LastCall:
     relaid out, no transform running, the config as it was), runs the plan with no lookup, as `jit`'s fast path
     (`aotjax.runtime.fast_call`) does."""
 
-    __slots__ = ("refs", "implicit", "plan", "stamp")
+    __slots__ = ("refs", "implicit", "plan", "stamp", "guards", "grad_enabled")
 
-    def __init__(self, args: Sequence, implicit: list, plan: "_Plan", stamp: int | None):
+    def __init__(self, args: Sequence, implicit: list, plan: "_Plan", stamp: int | None, guards):
         self.refs = [weakref.ref(a) for a in args]
         self.implicit, self.plan, self.stamp = implicit, plan, stamp
+        self.guards, self.grad_enabled = guards or None, _state.grad_enabled  # NOTE: the entry's (see `Guards`)
 
     def match(self, args: Sequence) -> list | None:
         """The call's flat inputs (captured tensors after the arguments), or None when it is not the last call's."""
-        if call_epoch.epoch[0] != self.stamp or len(args) != len(self.refs):
+        if call_epoch.epoch[0] != self.stamp or len(args) != len(self.refs) or _state.grad_enabled is not \
+                self.grad_enabled or self.guards is not None and not self.guards.holds(self.implicit):
             return None
         for a, ref in zip(args, self.refs):
             if a is not ref():

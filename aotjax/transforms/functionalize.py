@@ -14,7 +14,7 @@ import jax
 
 from aotjax.autograd import grad_state, graph
 from aotjax.core.avals import get_aval
-from aotjax.core.interpreter import full_raise, new_main
+from aotjax.core.interpreter import _state, full_raise, grad_mode, new_main
 from aotjax.core.ir import ClosedJaxpr, JaxprMeta
 from aotjax.interpreters.functionalize import FunctionalizeTrace
 from aotjax.interpreters.trace import JaxprBuilder, JaxprTrace
@@ -23,6 +23,7 @@ from aotjax.ops.random.generator import Generator, default_generator
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import BoundaryMeta, InputGroup, OutKind, Slot
 from aotjax.runtime.guards import call_key
+from aotjax.runtime.trace_reads import Guards
 from aotjax.tensor import Tensor
 from aotjax.transforms.argnums import normalize_argnums
 from aotjax.transforms.make_jaxpr import split_static
@@ -96,6 +97,17 @@ class Staged:
     # `(weak parameter, k)`: implicit input k is the `.grad` of that parameter the trace read (an accumulation reads
     # and writes it): each call passes the parameter's `.grad` of then, which may be another tensor
     grad_inputs: list = field(default_factory=list)
+    # the Python values the trace read, and where it found its captured tensors (`aotjax.runtime.trace_reads`): set
+    # by a transform that caches the program
+    guards: Guards | None = None
+    # `(flat argument, storage offset)`: the arguments whose offset the program depends on (it returns an alias of
+    # them, whose layout it computed, or changes their view); `call_key` leaves offsets out
+    offsets: list = field(default_factory=list)
+
+    def refresh(self) -> str | None:
+        """None if the program may run now (its guards hold; a captured tensor rebound where the trace found it is
+        the implicit input now), else what changed, in words."""
+        return self.guards.check(self.implicit) if self.guards else None
 
     def call_leaves(self, leaves: list) -> list | None:
         """A call's flat arguments followed by the implicit inputs (their current values are read), or None when
@@ -105,21 +117,30 @@ class Staged:
             p = ref()
             if p is not None and (graph.grad_of(p) is None) != was_none:
                 return None
-        if not self.implicit:
-            return leaves
-        implicit = self.implicit
-        if self.grad_inputs:
-            implicit = list(implicit)
-            for ref, k in self.grad_inputs:
-                p = ref()
-                if p is not None:
-                    implicit[k] = graph.grad_of(p)
-        full = [*leaves, *implicit]
-        return full if call_key(full) == self.key else None
+        full = leaves
+        if self.implicit:
+            implicit = self.implicit
+            if self.grad_inputs:
+                implicit = list(implicit)
+                for ref, k in self.grad_inputs:
+                    p = ref()
+                    if p is not None:
+                        implicit[k] = graph.grad_of(p)
+            full = [*leaves, *implicit]
+            if call_key(full) != self.key:
+                return None
+        for i, offset in self.offsets:
+            if full[i]._offset != offset:
+                return None
+        return full
 
     def release(self) -> "Staged":
         """Drop the references to the traced call's arguments; returns self."""
         self.key = call_key(self.leaves)
+        meta = self.meta
+        aliased = {s.index for s in meta.outputs if s.kind is OutKind.ALIAS} | {g for g, _, _ in meta.metadata}
+        self.offsets = [(i, self.leaves[i]._offset) for g in sorted(aliased) for idxs in self.groups[g].leaves
+                        for i in idxs if isinstance(self.leaves[i], Tensor)]
         self.leaves = []
         for g in self.groups:
             g.release()
@@ -137,6 +158,7 @@ def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_arg
     leaves = [x for _, x in path_leaves]
     n_explicit = len(leaves)
     groups = boundary.group_inputs(leaves, scalars=True)
+    caller_grad = _state.grad_enabled  # NOTE: the function runs in its caller's grad mode (part of the cache key)
     with new_main(JaxprTrace, JaxprBuilder(), dynamic=True) as jmain:
         jtrace = jmain.trace
         base_tracers = [jtrace.builder.new_arg(jtrace, g.base_aval()) for g in groups]
@@ -153,7 +175,7 @@ def stage_functionalized(fun: Callable, args: Sequence, kwargs: dict, static_arg
             if live:
                 fmain.trace.capture = functools.partial(capture_live, fmain.trace, groups, leaves, inner, new_input)
             inner_args, inner_kwargs = jax.tree_util.tree_unflatten(in_tree, inner[:n_explicit])
-            with grad_state.staging_grads() as grads:
+            with grad_state.staging_grads() as grads, grad_mode(caller_grad):
                 out = fun(*merge(inner_args), **inner_kwargs)
             effects = [(weakref.ref(t), v is not None) for t, v in grads.assigned.values()]
             if effects:  # NOTE: `.grad`s the function assigned: extra outputs, assigned by every call

@@ -7,8 +7,9 @@ cut from differentiation (`stop_gradient`; a view's result is detached, staying 
 keeps the derivative it had, as torch's (the write is not part of the graph: `pinned` in `aotjax.ops.shape.views`).
 
 As with `torch.func.grad`, a transform called inside `no_grad()` still differentiates its own function (an
-outer `no_grad` does not reach into `grad(f)`), and a compiled program is traced with grad enabled, so one
-cached program serves calls inside and outside `no_grad()`; a call of it inside `no_grad()` is cut as a whole.
+outer `no_grad` does not reach into `grad(f)`). A compiled function (`jit`, `aot`, `compile`) is traced in its
+caller's grad mode, which is part of its cache key (as torch.compile guards on it): a function reading
+`is_grad_enabled()` takes the caller's branch, and a call inside `no_grad()` runs a program of its own.
 """
 from __future__ import annotations
 

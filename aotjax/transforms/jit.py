@@ -19,7 +19,7 @@ import contextlib
 import functools
 import weakref
 from operator import attrgetter
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -35,7 +35,7 @@ from aotjax.interpreters.batching import vmap_running
 from aotjax.interpreters.eval import read
 from aotjax.lowering.to_jax import CheckedProgram, avals_to_structs, flat_function, xla_compiler
 from aotjax.ops.calls.compiled import Program, compiled_call_p
-from aotjax.runtime import boundary, fast_call, guards
+from aotjax.runtime import boundary, fast_call, guards, recompiles, trace_reads
 from aotjax.runtime.boundary import GroupKind, OutKind, Slot
 from aotjax.tensor import Tensor
 from aotjax.transforms.argnums import fun_name, normalize_argnums
@@ -44,6 +44,30 @@ from aotjax.transforms.make_jaxpr import make_jaxpr, split_static
 from aotjax.transforms.passes import run_pass
 
 _MISS = fast_call.MISS
+_VARIANTS = 8  # earlier programs kept per cache key (`Jitted._live_entry`)
+
+
+class CachedProgram(NamedTuple):
+    """One program a compiled function keeps (`Jitted.cache_info`): its type, input names, guards in words."""
+    signature: str
+    inputs: tuple
+    guards: tuple
+
+
+class CacheInfo(NamedTuple):
+    """What `Jitted.cache_info()` returns: how many traces, the programs kept, why it traced again lately."""
+    traces: int
+    programs: tuple
+    reasons: tuple
+
+    def __str__(self) -> str:
+        lines = [f"{self.traces} trace{'' if self.traces == 1 else 's'}, {len(self.programs)} program"
+                 f"{'' if len(self.programs) == 1 else 's'} cached"]
+        for k, p in enumerate(self.programs):
+            lines.append(f"[{k}] {p.signature}  inputs: {', '.join(p.inputs)}")
+            lines += [f"      guard: {g}" for g in p.guards]
+        lines += [f"traced again: {r}" for r in self.reasons]
+        return "\n".join(lines)
 
 
 class _Entry:
@@ -221,7 +245,8 @@ class Jitted:
         self.checks = checks
         self.in_shardings, self.out_shardings = in_shardings, out_shardings
         self._cache: dict = {}
-        self._variants: dict = {}  # key -> earlier programs of that key whose captured state no longer fit
+        self._variants: dict = {}  # key -> earlier programs of that key whose guards or captured state did not fit
+        self._trace_log = recompiles.TraceLog()
         # the last compiled call with static arguments, to repeat (`_fast_static`; without them, `_invoke` is the
         # fast path): MISS for any call when none
         self._fast_run: Callable = fast_call.no_fast_call
@@ -258,7 +283,7 @@ class Jitted:
         signature = guards.call_key(leaves)
         if signature is None or guards.under_transform():
             if vmap_running():
-                key = (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled, _state.autocast)
+                key = (in_tree, statics, guards.abstract_key(leaves), self.checks_enabled, guards.modes())
                 entry, full = self._live_entry(args, kwargs, key, leaves)
                 if _self_contained(entry.staged):
                     return bind_staged(entry.staged, full, functools.partial(compiled_call_p.bind,
@@ -267,7 +292,7 @@ class Jitted:
             # NOTE: under another transform the body is inlined into it, functionalized (checked if asked to).
             with emit_checks(self.checks) if self.checks is not None else contextlib.nullcontext():
                 return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
-        key = (in_tree, statics, signature, self.checks_enabled, _state.autocast)
+        key = (in_tree, statics, signature, self.checks_enabled, guards.modes())
         entry, full = self._live_entry(args, kwargs, key, leaves)
         staged = entry.staged
         if records_call(staged, full):  # NOTE: imperative autograd: one node of the recording, never fast
@@ -283,8 +308,9 @@ class Jitted:
         if fast_sig is not None:
             slow = None if static_pos else weakref.WeakMethod(self._call)
             fast = fast_call.FastCall.build(entry.fn, entry.staged.meta, entry.staged.jaxpr, entry.donated,
-                                            entry.mutated_pos, entry.base_pos, dyn, entry.staged.implicit, fast_sig,
-                                            unless_checks=self.checks is None, slow=slow)
+                                            entry.mutated_pos, entry.base_pos, dyn, list(entry.staged.implicit),
+                                            fast_sig, unless_checks=self.checks is None, slow=slow,
+                                            guards=entry.staged.guards, offsets=entry.staged.offsets)
             if fast is not None:
                 fast.statics = (len(args), tuple(static_pos), statics)
                 if static_pos:
@@ -318,28 +344,58 @@ class Jitted:
         return fast.run(tuple(a for i, a in enumerate(args) if i not in positions))
 
     def _live_entry(self, args, kwargs, key, leaves) -> tuple[Any, list]:
-        """The entry for `key` and the call's flat inputs, captured tensors included (traced again if they no
-        longer fit: a captured tensor changed shape or dtype, or is an argument now; see `Staged.call_leaves`)."""
+        """The entry for `key` and the call's flat inputs, captured tensors included. Traced again if none fits: the
+        Python values its trace read changed (`Staged.refresh`), or a captured tensor changed shape or dtype, or is
+        an argument now (`Staged.call_leaves`). Earlier programs of the key are kept and tried (a model switched
+        between `train()` and `eval()`; a step alternating between `.grad`s being None and not)."""
         entry = self._cache.get(key)
         if entry is None:
-            entry = self._publish(key, self._stage(args, kwargs))
-        full = entry.staged.call_leaves(leaves)
+            entry = self._publish(key, self._traced(args, kwargs, self._new_key_reason(key)))
+            why = None
+        else:
+            why = entry.staged.refresh()
+        full = entry.staged.call_leaves(leaves) if why is None else None
         if full is None:
-            # NOTE: a program traced earlier for this key may fit (a step alternating between `.grad`s being None
-            # and not, as gradient accumulation over an odd number of batches does): kept, up to four per key
             others = self._variants.setdefault(key, [])
             for k, other in enumerate(others):
-                full = other.staged.call_leaves(leaves)
-                if full is not None:
+                if other.staged.refresh() is None and (full := other.staged.call_leaves(leaves)) is not None:
                     others[k], entry = entry, other
                     break
             else:
                 others.insert(0, entry)
-                del others[4:]
-                entry = self._stage(args, kwargs)
+                del others[_VARIANTS:]
+                entry = self._traced(args, kwargs, why or "a captured tensor changed shape or dtype, or is an "
+                                                          "argument now, or a .grad it read became or stopped being "
+                                                          "None")
                 full = entry.staged.call_leaves(leaves)
             self._cache[key] = entry
         return entry, full
+
+    def _traced(self, args, kwargs, reason: str | None):
+        """`_stage`, recording what the trace read: the entry's guards (`aotjax.runtime.trace_reads`)."""
+        recompiles.note_trace(self.what, fun_name(self.fun), self._trace_log, self.trace_count + 1, reason)
+        with trace_reads.recording() as reads:
+            entry = self._stage(args, kwargs)
+        entry.staged.guards = trace_reads.guards_for(self.fun, reads, entry.staged.implicit)
+        return entry
+
+    def _new_key_reason(self, key) -> str | None:
+        """Why a call with a key not cached traces (None: the first trace)."""
+        if not self._cache:
+            return None
+        last_key, last = next(reversed(self._cache.items()))
+        return recompiles.signature_change(last_key, key, last.staged.meta.input_names)
+
+    def cache_info(self) -> "CacheInfo":
+        """The programs cached, each with its input signature and its guards (the Python values its trace read,
+        where it reads its captured tensors), and why the function traced again lately."""
+        programs = []
+        for key, entry in self._cache.items():
+            for e in (entry, *self._variants.get(key, ())):
+                staged = e.staged
+                programs.append(CachedProgram(_signature(staged.jaxpr), tuple(staged.meta.input_names),
+                                              tuple(staged.guards.describe() if staged.guards else ())))
+        return CacheInfo(self.trace_count, tuple(programs), tuple(self._trace_log.reasons))
 
     def _publish(self, key, entry):
         """Cache `entry`, fully built, for `key`; returns the cached entry.
@@ -372,6 +428,7 @@ class Jitted:
     def clear_cache(self) -> None:
         self._cache.clear()
         self._variants.clear()
+        self._trace_log = recompiles.TraceLog()
         self._forget_fast_call()
 
     def __repr__(self) -> str:

@@ -9,6 +9,7 @@ from typing import Iterable, Iterator
 
 import jax
 
+from aotjax.core import call_epoch
 from aotjax.nn.module import Module
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict"]
@@ -65,6 +66,7 @@ class Sequential(Module):
         for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(self), "Sequential")]]):
             del self._modules[key]
         # NOTE: renumbered '0', '1', ... (named modules too), as PyTorch
+        call_epoch.module_changed()
         self.__dict__["_modules"] = {str(i): m for i, m in enumerate(self._modules.values())}
 
     def __len__(self) -> int:
@@ -88,6 +90,7 @@ class Sequential(Module):
         """Insert `module` before position `index` (the modules are renumbered); returns self."""
         modules = list(self._modules.values())
         modules.insert(index, module)
+        call_epoch.module_changed()
         self.__dict__["_modules"] = {}
         for i, m in enumerate(modules):
             self.add_module(str(i), m)
@@ -130,6 +133,7 @@ class ModuleList(Module):
     def __delitem__(self, idx) -> None:
         modules = list(self._modules.values())
         del modules[idx if isinstance(idx, slice) else _index(idx, len(self), "ModuleList")]
+        call_epoch.module_changed()
         self.__dict__["_modules"] = {str(i): m for i, m in enumerate(modules)}  # NOTE: renumbered, as PyTorch
 
     def __len__(self) -> int:
@@ -161,6 +165,7 @@ class ModuleList(Module):
         """Insert `module` before position `index` (the modules after it are renumbered)."""
         modules = list(self._modules.values())
         modules.insert(index, module)
+        call_epoch.module_changed()
         self.__dict__["_modules"] = {}
         for i, m in enumerate(modules):
             self.add_module(str(i), m)
@@ -209,6 +214,7 @@ class ModuleDict(Module):
 
     def __delitem__(self, key: str) -> None:
         del self._modules[key]
+        call_epoch.module_changed()
 
     def __len__(self) -> int:
         return len(self._modules)

@@ -7,8 +7,10 @@ The strides are metadata only (XLA has no strides), but they decide, exactly as 
 """
 from __future__ import annotations
 
+import functools
 import math
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 
@@ -150,6 +152,43 @@ slice_p = _view_primitive("slice", _slice_shape, lambda x, *, dim, start, stop, 
 slice_scatter_p = standard_primitive("slice_scatter", _same, _base_dtype, _slice_scatter_lower,
                                      recompute=Recompute.CHEAP, flops=output_size_flops)
 slice_p.view_inverse = lambda apply, base, y, **params: apply(slice_scatter_p, base, y, **params)
+
+
+# Eager, the position of a select or a unit-step slice (and of the writes through them) is an argument of the compiled
+# executable rather than a constant of it: `x[i]` and `source[i:i+n]` for every `i` run one program per shape and
+# dimension (a loop over batches compiled nothing after its first step; it compiled once per offset). Positions are
+# in range when these run (the frontend checked them), so the clamping of XLA's dynamic slices never applies.
+_select_at = jax.jit(lambda x, index, dim: lax.dynamic_index_in_dim(x, index, dim, keepdims=False), static_argnums=2)
+_select_scatter_at = jax.jit(lambda b, y, index, dim: lax.dynamic_update_index_in_dim(b, y.astype(b.dtype), index, dim),
+                             static_argnums=3)
+_slice_at = jax.jit(lambda x, start, size, dim: lax.dynamic_slice_in_dim(x, start, size, dim), static_argnums=(2, 3))
+_slice_scatter_at = jax.jit(lambda b, y, start, dim: lax.dynamic_update_slice_in_dim(b, y.astype(b.dtype), start, dim),
+                            static_argnums=3)
+
+
+def _eager_select(*, dim, index):
+    return lambda x: _select_at(x, index, dim)
+
+
+def _eager_select_scatter(*, dim, index):
+    return lambda b, y: _select_scatter_at(b, y, index, dim)
+
+
+def _eager_slice(*, dim, start, stop, step):
+    if step != 1:
+        return jax.jit(lambda x: lax.slice_in_dim(x, start, max(start, stop), step, dim))
+    size = max(stop - start, 0)
+    return lambda x: _slice_at(x, start, size, dim)
+
+
+def _eager_slice_scatter(*, dim, start, stop, step):
+    if step != 1:
+        return jax.jit(functools.partial(_slice_scatter_lower, dim=dim, start=start, stop=stop, step=step))
+    return lambda b, y: _slice_scatter_at(b, y, start, dim)
+
+
+select_p.eager_impl, select_scatter_p.eager_impl = _eager_select, _eager_select_scatter
+slice_p.eager_impl, slice_scatter_p.eager_impl = _eager_slice, _eager_slice_scatter
 slice_p.view_strides = lambda shape, strides, offset, *, dim, start, stop, step: (
     strides[:dim] + (strides[dim] * step,) + strides[dim + 1:], offset + start * strides[dim])
 deflinear(slice_p)
