@@ -428,3 +428,16 @@ def test_eager_selects_and_slices_at_many_positions_read_and_write_their_place(d
         x[window].mul_(2.0)
         ref[window] *= 2.0
     np.testing.assert_array_equal(x.numpy(), ref)
+
+
+def test_a_module_parametrized_after_the_first_call_is_seen():
+    from aotjax.nn.utils import parametrizations
+
+    lin = nn.Linear(3, 2)
+    f = aotjax.jit(lambda x: lin(x).sum())
+    x = aotjax.ones(1, 3)
+    f(x)
+    parametrizations.weight_norm(lin)  # the module's class is swapped, its weight computed from two new parameters
+    with aotjax.no_grad():
+        lin.parametrizations.weight.original0.mul_(2.0)
+    np.testing.assert_allclose(float(f(x)), float(lin(x).sum()), rtol=1e-6)

@@ -5,6 +5,7 @@ datasets as torch's; every argument error with torch's class and message; worker
 from __future__ import annotations
 
 import collections
+import functools
 import multiprocessing
 import subprocess
 import sys
@@ -541,3 +542,53 @@ def test_training_over_a_dataloader_matches_torch():
             np.testing.assert_allclose(float(loss), float(tloss.detach()), rtol=1e-5)
     for k, v in tm.state_dict().items():
         np.testing.assert_allclose(np.asarray(m.state_dict()[k]), v.numpy(), rtol=1e-5, atol=1e-6)
+
+
+class Overlong(D.IterableDataset):
+    """Says it has 3 items and yields 7 (`get_worker_info()` unused: with workers each yields all of them)."""
+
+    def __iter__(self):
+        return iter(range(7))
+
+    def __len__(self):
+        return 3
+
+
+def _warnings_of(fn) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn()
+    return [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
+def test_an_iterable_dataset_yielding_more_than_its_length_warns_as_torch():
+    class TorchOverlong(T.IterableDataset):
+        __iter__, __len__ = Overlong.__iter__, Overlong.__len__
+
+    def run(lib, dataset):
+        loader = lib.DataLoader(dataset, batch_size=2)
+        assert len(loader) == 2
+        return _warnings_of(lambda: list(loader))
+
+    ours, theirs = run(D, Overlong()), run(T, TorchOverlong())
+    assert len(ours) == len(theirs) == 1  # 4 batches fetched against the dataset's length, 3 (torch's comparison)
+    assert "was reported to be 3" in ours[0] and "but 4 samples have been fetched" in ours[0]
+    assert _warnings_of(lambda: list(D.DataLoader(Overlong(), batch_size=2))) == []  # len() never asked
+
+
+@pytest.mark.slow
+def test_workers_yielding_more_than_the_length_warn_naming_the_replicas():
+    loader = D.DataLoader(Overlong(), batch_size=4, num_workers=2)
+    len(loader)
+    messages = _warnings_of(lambda: list(loader))
+    assert messages and "replica at each worker" in messages[0]
+
+
+def test_more_workers_than_cpus_warns_at_construction_as_torch():
+    import os
+
+    many = len(os.sched_getaffinity(0)) + 1
+    for lib in (D, T):
+        messages = _warnings_of(functools.partial(lib.DataLoader, list(range(4)), num_workers=many))
+        assert len(messages) == 1 and f"will create {many} worker processes" in messages[0], lib
+    assert _warnings_of(lambda: D.DataLoader(list(range(4)), num_workers=1)) == []

@@ -152,6 +152,10 @@ def _read_attr(holder, name):
     return getattr(holder, name, MISSING)
 
 
+def _read_type(holder, _):
+    return type(holder)
+
+
 def _read_module(module, where: tuple):
     """A module's plain attribute (`where = ('', name)`), or its parameter, buffer or submodule
     (`('_parameters', name)`, ...), read from the module's current tables (a container may replace one)."""
@@ -445,6 +449,8 @@ class _Walk:
         """A module: its plain attributes the code that ran names, `training` always; every parameter, buffer and
         submodule (a container's are iterated by aotjax's code). Read only after some module changed."""
         state = module.__dict__
+        # NOTE: its class too: `register_parametrization` and `weight_norm` swap it for a generated subclass
+        self.guard(_read_type, module, None, type(module), True, f"type({path})", True)
         names = [n for n in state if n not in _MODULE_TABLES and not n.startswith("__")
                  and (self.attributes is None or n in self.attributes or n == "training")]
         for name in sorted(names):

@@ -35,7 +35,7 @@ from aotjax.nn.modules.pooling import (
     Upsample,
     ZeroPad2d,
 )
-from aotjax.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from aotjax.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from aotjax.nn.modules.sparse import Embedding
 from aotjax.nn.modules.transformer import (
     Transformer,
@@ -54,6 +54,6 @@ __all__ = ["Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "BatchNorm
            "Upsample", "ZeroPad2d"]
 __all__ += _NONLINEARITY + _LOSS + _GROUPNORM + ["EmbeddingBag"]
 __all__ += ["Bilinear", "ChannelShuffle", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
-__all__ += ["RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
+__all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.context
+import os
+import warnings
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from aotjax.ops.random.generator import Generator
 from aotjax.utils.data.collate import default_collate, default_convert
-from aotjax.utils.data.dataset import Dataset, IterableDataset
+from aotjax.utils.data.dataset import Dataset, IterableDataset, warn_length_overrun
 from aotjax.utils.data.fetch import Fetcher
 from aotjax.utils.data.pool import WorkerPoolIter, base_seed
 from aotjax.utils.data.sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, check_generator
@@ -91,7 +93,9 @@ class DataLoader(Generic[T_co]):
         self.collate_fn = collate_fn or (default_collate if self._auto_collation else default_convert)
         self.multiprocessing_context = multiprocessing_context
         self._pool: WorkerPoolIter | None = None
+        self._IterableDataset_len_called: int | None = None  # NOTE: torch's name: what `len(self)` last said
         self._initialized = True
+        self.check_worker_number_rationality()
 
     def __setattr__(self, name: str, value) -> None:
         if name in _FIXED_AFTER_INIT and getattr(self, "_initialized", False):
@@ -143,10 +147,33 @@ class DataLoader(Generic[T_co]):
     def __len__(self) -> int:
         if not self._iterable:
             return len(self._index_sampler)
-        n = len(self.dataset)
+        n = self._IterableDataset_len_called = len(self.dataset)
+        # NOTE: an iterator yielding more batches than the dataset's length warns (`warn_length_overrun`): torch
+        # compares batches with the dataset's `len`, not with the batch count it returns here
         if self.batch_size is None:
             return n
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def check_worker_number_rationality(self) -> None:
+        """Warn, as torch, when `num_workers` is more than the CPUs this process may run on: the workers then slow
+        loading down (or freeze it) rather than speed it up."""
+        if self.num_workers <= 0:
+            return
+        try:
+            cpus, counted = len(os.sched_getaffinity(0)), True
+        except AttributeError:  # NOTE: no affinity on this platform: every CPU counts
+            cpus, counted = os.cpu_count(), False
+        if cpus is not None and self.num_workers <= cpus:
+            return
+        suggestion = ("DataLoader is not able to compute a suggested max number of worker in current system."
+                      if cpus is None else
+                      f"Our suggested max number of worker in current system is {cpus}"
+                      f"{'' if counted else ' (`cpuset` is not taken into account)'}, which is smaller than what "
+                      f"this DataLoader is going to create.")
+        warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in total. {suggestion} "
+                      f"Please be aware that excessive worker creation might get DataLoader running slow or even "
+                      f"freeze, lower the worker number to avoid potential slowness/freeze if necessary.",
+                      stacklevel=3)
 
 
 class _SingleProcessIter:
@@ -154,6 +181,7 @@ class _SingleProcessIter:
 
     def __init__(self, loader: DataLoader):
         self._loader = loader
+        self._reported, self._fetched = loader._IterableDataset_len_called, 0
         base_seed(loader.generator)  # NOTE: drawn and unused, as a worker pool draws it: one order for any num_workers
         self._entries = iter(loader._index_sampler)
         self._fetcher = Fetcher(loader.dataset, loader._iterable, loader._auto_collation, loader.collate_fn,
@@ -163,7 +191,11 @@ class _SingleProcessIter:
         return self
 
     def __next__(self):
-        return self._fetcher.fetch(next(self._entries))
+        batch = self._fetcher.fetch(next(self._entries))
+        if self._loader._iterable:
+            self._fetched += 1
+            warn_length_overrun(self._loader.dataset, self._reported, self._fetched, 0)
+        return batch
 
     def __len__(self) -> int:
         return len(self._loader)

@@ -45,6 +45,19 @@ class Dataset(Generic[T_co]):
         return ConcatDataset([self, other])
 
 
+def warn_length_overrun(dataset, reported: int | None, fetched: int, workers: int) -> None:
+    """torch's warning when a DataLoader over an IterableDataset yields more batches than `len(loader)` said
+    (`reported`, None when `len` was not asked): the dataset's `__len__` is wrong, or each worker yields all of it."""
+    if reported is None or fetched <= reported:
+        return
+    message = (f"Length of IterableDataset {dataset} was reported to be {reported} (when accessing len(dataloader)), "
+               f"but {fetched} samples have been fetched. ")
+    if workers > 0:
+        message += ("For multiprocessing data-loading, this could be caused by not properly configuring the "
+                    "IterableDataset replica at each worker (split the stream by get_worker_info()).")
+    warnings.warn(message, stacklevel=3)
+
+
 class IterableDataset(Dataset[T_co], Iterable[T_co]):
     """A dataset that is a stream: subclasses define `__iter__`. `a + b` chains. With `num_workers > 0` each worker
     iterates its own copy: split the stream with `get_worker_info()` inside `__iter__`, or each sample comes once

@@ -23,6 +23,7 @@ import weakref
 import jax
 
 from aotjax.core.source_info import where
+from aotjax.utils.data.dataset import warn_length_overrun
 from aotjax.utils.data.sampler import host_generator
 from aotjax.utils.data.worker import Exhausted, WorkerFailure, WorkerSpec, dumps, worker_loop
 
@@ -64,6 +65,7 @@ class WorkerPoolIter:
         self._epoch += 1
         self._entries = iter(self._loader._index_sampler)
         self._sent = self._received = 0
+        self._reported, self._fetched = self._loader._IterableDataset_len_called, 0
         self._owner: dict[int, int] = {}  # task index -> the worker it went to, until its batch is consumed
         self._arrived: dict[int, bytes] = {}  # batches that came before their turn
         self._active = set(range(n))  # the workers whose copy of an iterable dataset has not ended
@@ -89,6 +91,9 @@ class WorkerPoolIter:
             if isinstance(result, WorkerFailure):
                 result.reraise()
             if not isinstance(result, Exhausted):
+                if self._loader._iterable:
+                    self._fetched += 1
+                    warn_length_overrun(self._loader.dataset, self._reported, self._fetched, len(self._workers))
                 return result
         if not self._loader.persistent_workers:
             self._stop()
