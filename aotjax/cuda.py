@@ -11,6 +11,7 @@ from __future__ import annotations
 import jax
 
 from aotjax.core.source_info import where
+from aotjax.ops.base.frontend import gpus, require_gpus
 
 __all__ = ["is_available", "device_count", "current_device", "get_device_name", "get_device_capability",
            "get_device_properties", "is_bf16_supported", "manual_seed", "manual_seed_all", "seed", "seed_all",
@@ -18,37 +19,26 @@ __all__ = ["is_available", "device_count", "current_device", "get_device_name", 
            "reset_peak_memory_stats", "set_device", "device"]  # and `amp` (`__getattr__`)
 
 
-def _gpus() -> list:
-    try:
-        return jax.devices("gpu")
-    except RuntimeError:  # NOTE: jax has no GPU backend here
-        return []
-
-
 def is_available() -> bool:
     """Whether jax has a GPU here."""
-    return bool(_gpus())
+    return bool(gpus())
 
 
 def device_count() -> int:
     """How many GPUs jax has (0 without one)."""
-    return len(_gpus())
+    return len(gpus())
 
 
 def _gpu(index=None) -> jax.Device:
-    gpus = _gpus()
-    if not gpus:
-        raise RuntimeError(f"No CUDA GPUs are available{where()}: jax has no GPU on this machine (its devices: "
-                           f"{', '.join(str(d) for d in jax.devices())}). Guard GPU code with "
-                           f"aotjax.cuda.is_available().")
+    found = require_gpus()
     if index is None:
-        return gpus[0]
+        return found[0]
     if isinstance(index, jax.Device):
         return index
     i = int(str(index).rpartition(":")[2] or 0) if not isinstance(index, int) else index
-    if not 0 <= i < len(gpus):
-        raise RuntimeError(f"Invalid device ordinal {i}{where()}: jax has {len(gpus)} GPU(s)")
-    return gpus[i]
+    if not 0 <= i < len(found):
+        raise RuntimeError(f"Invalid device ordinal {i}{where()}: jax has {len(found)} GPU(s)")
+    return found[i]
 
 
 def current_device() -> int:

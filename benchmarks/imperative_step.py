@@ -19,12 +19,11 @@ nodes still alive after the steps (flat: a graph is freed by its backward).
 """
 from __future__ import annotations
 
-import argparse
 import gc
 
 import numpy as np
 import torch
-from timing import interleaved, once, one_compute_thread
+from timing import interleaved, once, parse_step_args, step_parser
 
 import aotjax
 from aotjax.autograd.graph import Node
@@ -88,14 +87,8 @@ def recording_cost(number: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--number", type=int, default=10)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--all-threads", action="store_true", help="the libraries' default compute threads")
-    args = parser.parse_args()
-    if not args.all_threads:
-        one_compute_thread()
+    parser = step_parser(__doc__, number=10, repeat=5)
+    args = parse_step_args(parser)
     vocab, d, heads, layers, ctx, batch = (32, 16, 2, 1, 8, 2) if args.quick else (256, 128, 4, 4, 64, 8)
     torch.manual_seed(0)
     theirs = make_model(torch, vocab, d, heads, layers, ctx)

@@ -12,12 +12,11 @@ One compute thread each unless `--all-threads` (see benchmarks/imperative_step.p
 """
 from __future__ import annotations
 
-import argparse
 import shutil
 
 import numpy as np
 import torch
-from timing import interleaved, once, one_compute_thread
+from timing import interleaved, once, parse_step_args, step_parser
 
 import aotjax
 
@@ -52,15 +51,9 @@ def step_of(T, model, opt):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--number", type=int, default=5)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--quick", action="store_true")
+    parser = step_parser(__doc__, number=5, repeat=3)
     parser.add_argument("--no-torch-compile", action="store_true")
-    parser.add_argument("--all-threads", action="store_true", help="the libraries' default compute threads")
-    args = parser.parse_args()
-    if not args.all_threads:
-        one_compute_thread()
+    args = parse_step_args(parser)
     vocab, d, batch, length = (16, 8, 2, 6) if args.quick else (256, 128, 16, 32)
     torch.manual_seed(0)
     theirs = make_model(torch, vocab, d)

@@ -10,11 +10,9 @@ unless `--all-threads` (see benchmarks/imperative_step.py).
 """
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 import torch
-from timing import interleaved, one_compute_thread
+from timing import interleaved, parse_step_args, step_parser
 
 import aotjax
 
@@ -44,16 +42,10 @@ def make(T, name: str, values: list, grads: list):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = step_parser(__doc__, number=20, repeat=5)
     parser.add_argument("--params", type=int, default=50)
     parser.add_argument("--width", type=int, default=128)
-    parser.add_argument("--number", type=int, default=20)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--all-threads", action="store_true", help="the libraries' default compute threads")
-    args = parser.parse_args()
-    if not args.all_threads:
-        one_compute_thread()
+    args = parse_step_args(parser)
     n, d = (8, 16) if args.quick else (args.params, args.width)
     rng = np.random.default_rng(0)
     values = [rng.standard_normal(s).astype(np.float32) * 0.1 for s in shapes(n, d)]

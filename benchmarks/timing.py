@@ -32,6 +32,27 @@ def interleaved(fns: dict, number: int, repeat: int, timer=time.perf_counter) ->
     return times
 
 
+def step_parser(doc: str, number: int, repeat: int):
+    """An `argparse` parser with the options every step benchmark takes (`--number`, `--repeat`, `--quick`,
+    `--all-threads`); add a script's own before `parse_step_args`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--number", type=int, default=number)
+    parser.add_argument("--repeat", type=int, default=repeat)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, few calls: a smoke test of the script")
+    parser.add_argument("--all-threads", action="store_true", help="the libraries' default compute threads")
+    return parser
+
+
+def parse_step_args(parser):
+    """The parsed options; each library on one compute thread unless `--all-threads` (before any jax array)."""
+    args = parser.parse_args()
+    if not args.all_threads:
+        one_compute_thread()
+    return args
+
+
 def one_compute_thread() -> None:
     """Run each library's ops on one compute thread (XLA's CPU client, torch's intra-op pool): what a step costs,
     rather than how two thread pools share a small machine. Call it before the first jax array is made (XLA reads

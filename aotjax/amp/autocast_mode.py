@@ -9,6 +9,7 @@ import numpy as np
 from aotjax.core import call_epoch
 from aotjax.core.interpreter import _state
 from aotjax.core.source_info import user_stacklevel
+from aotjax.ops.base.autocast import region as autocast_region
 from aotjax.ops.base.frontend import to_dtype
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "is_autocast_available"]
@@ -52,14 +53,15 @@ class autocast:  # noqa: N801  (torch's name)
         self._prev: list = []
 
     def __enter__(self):
-        self._prev.append(_state.autocast)
-        _state.autocast = (self.fast_dtype, "cuda" if self.device_type == "cuda" else "other") if self._enabled \
-            else None
+        region = autocast_region((self.fast_dtype, "cuda" if self.device_type == "cuda" else "other")
+                                 if self._enabled else None)
+        region.__enter__()
+        self._prev.append(region)
         call_epoch.advance()  # NOTE: a compiled call's fast path looks again (`FastCall.refit` misses under autocast)
         return self
 
     def __exit__(self, *exc):
-        _state.autocast = self._prev.pop()
+        self._prev.pop().__exit__()
         call_epoch.advance()
         return False
 

@@ -248,14 +248,6 @@ def leaf_of(t: Tensor) -> Leaf | None:
 
 
 # -- recording ---------------------------------------------------------------------------------------------------
-def _operand(a, val):
-    """What a node keeps of operand `a`, whose value the op read was `val`."""
-    if isinstance(a, Tensor) and a._ag is not None:
-        storage = a._storage
-        return Input(storage.grad_node, storage.grad_index, a._chain, storage.base)
-    return val
-
-
 def record_functional(prim: Primitive, params: dict, args, vals, outs: list) -> None:
     """Record functional `prim`'s eager application on `args` (read as `vals`), which made `outs`: each result of
     a differentiable dtype requires grad, a non-leaf whose storage is output i of the new node."""
@@ -351,13 +343,16 @@ def record_write(prim: Primitive, params: dict, args, vals, old_bases: list) -> 
     written = prim.mutates
     operands = []
     for k, (a, v) in enumerate(zip(args, vals)):
-        if k in written:
+        if k in written:  # NOTE: the written tensor's value before the write
             storage = a._storage
             old = old_bases[written.index(k)]
             operands.append(Input(storage.grad_node, storage.grad_index, a._chain, old)
                             if storage.grad_node is not None else Written(a._chain, old))
+        elif isinstance(a, Tensor) and a._ag is not None:  # NOTE: an operand on the graph: where it is read from
+            storage = a._storage
+            operands.append(Input(storage.grad_node, storage.grad_index, a._chain, storage.base))
         else:
-            operands.append(_operand(a, v))
+            operands.append(v)
     node = Node(prim, params, tuple(operands), written, tuple(args[i]._storage.base for i in written))
     for k, i in enumerate(written):
         t = args[i]

@@ -50,10 +50,10 @@ def _cast(x, dtype):
 def _policy(fn, target, gpu_only: bool = False):
     @functools.wraps(fn)
     def op(*args, **kwargs):
-        region = _state.autocast
-        if region is not None and (not gpu_only or region[1] == "cuda"):
-            args, kwargs = cast_operands(args, kwargs, region[0] if target is None else target)
-            with _region(None):  # NOTE: the op's own inner ops compute in the dtypes it chose
+        state = _state.autocast
+        if state is not None and (not gpu_only or state[1] == "cuda"):
+            args, kwargs = cast_operands(args, kwargs, state[0] if target is None else target)
+            with region(None):  # NOTE: the op's own inner ops compute in the dtypes it chose
                 return fn(*args, **kwargs)
         return fn(*args, **kwargs)
     return op
@@ -75,8 +75,9 @@ def float32_on_gpu(fn):
     return _policy(fn, _FLOAT32, gpu_only=True)
 
 
-class _region:
-    """Set the thread's autocast dtype (None: off) for a block; the previous one after it."""
+class region:
+    """Set the thread's autocast state (`(dtype, device type)`, None: off) for a block, the previous one after it: the
+    one place it is set (`aotjax.autocast` enters one; an op under a policy turns it off for its inner ops)."""
 
     def __init__(self, dtype):
         self.dtype = dtype

@@ -117,6 +117,24 @@ def device(device, op: str = "device"):
 _PLATFORMS = {"cuda": "gpu", "rocm": "gpu"}  # PyTorch's names for jax's `gpu` platform
 
 
+def gpus() -> list:
+    """jax's GPUs here (none without a GPU backend)."""
+    try:
+        return jax.devices("gpu")
+    except RuntimeError:  # NOTE: jax has no GPU backend here
+        return []
+
+
+def require_gpus() -> list:
+    """`gpus()`, or torch's error where there is none (`t.cuda()`, `aotjax.cuda.set_device`, ...)."""
+    found = gpus()
+    if not found:
+        raise RuntimeError(f"No CUDA GPUs are available{where()}: jax has no GPU on this machine (its devices: "
+                           f"{', '.join(str(d) for d in jax.devices())}). Guard GPU code with "
+                           f"aotjax.cuda.is_available().")
+    return found
+
+
 def place(x, dev, copy: bool = False):
     """Eager tensor `x` on the jax device `dev` (`x` itself when it is there already, unless `copy`), as
     `jax.device_put`; a new tensor keeps `x`'s layout. A traced tensor is returned as it is: the compiled program's

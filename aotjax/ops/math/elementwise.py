@@ -38,7 +38,7 @@ from aotjax.interpreters.transpose import deflinear2_transpose, deflinear_transp
 from aotjax.ops.base.casts import convert
 from aotjax.ops.base.combinators import broadcast_shapes, elementwise, inplace_variant, same_dtype, standard_primitive
 from aotjax.ops.base.data import as_tensor, promote
-from aotjax.ops.base.frontend import bind_inplace, is_scalar, place, to_dtype, write_out
+from aotjax.ops.base.frontend import bind_inplace, is_scalar, place, require_gpus, to_dtype, write_out
 from aotjax.ops.base.frontend import device as to_device
 from aotjax.ops.base.layout import elementwise_layout, format_name, suggest_format, tensor_layout
 from aotjax.ops.base.promotion import (
@@ -164,11 +164,7 @@ def _cpu(x, memory_format=None):
 def _cuda(x, device=None, non_blocking: bool = False, memory_format=None):
     """`x` on a GPU (`device`: an index or 'cuda:i'; the first by default), as `torch.Tensor.cuda`; raises where
     jax has no GPU."""
-    try:
-        jax.devices("gpu")
-    except RuntimeError:
-        raise RuntimeError(f"No CUDA GPUs are available{source_info.where()}: jax has no GPU on this machine. Guard "
-                           f"GPU code with aotjax.cuda.is_available().") from None
+    require_gpus()
     name = "cuda" if device is None else device if isinstance(device, str) else f"cuda:{int(device)}"
     return to(x, name, non_blocking=non_blocking, memory_format=memory_format)
 
