@@ -441,3 +441,36 @@ def test_a_module_parametrized_after_the_first_call_is_seen():
     with aotjax.no_grad():
         lin.parametrizations.weight.original0.mul_(2.0)
     np.testing.assert_allclose(float(f(x)), float(lin(x).sum()), rtol=1e-6)
+
+
+def test_a_module_whose_class_is_swapped_with_the_same_parameters_traces_again():
+    class Doubled(nn.Linear):
+        def forward(self, x):
+            return super().forward(x) * 2
+
+    lin = nn.Linear(3, 2)
+    f = aotjax.jit(lambda x: lin(x).sum())
+    x = aotjax.ones(1, 3)
+    f(x)
+    lin.__class__ = Doubled  # the same parameters where they were: only the class tells the programs apart
+    np.testing.assert_allclose(float(f(x)), float(lin(x).sum()), rtol=1e-6)
+    assert f.trace_count == 2
+
+
+def test_under_another_profiler_the_walk_guards_everything_reachable():
+    import sys
+
+    holder = Holder()
+    f = aotjax.jit(lambda x: (x * holder.scale * SCALE).sum())
+    x = aotjax.ones(2)
+    previous = sys.getprofile()
+    sys.setprofile(lambda *event: None)  # as cProfile does: the trace cannot record what ran
+    try:
+        f(x)
+    finally:
+        sys.setprofile(previous)
+    holder.scale = 3.0
+    assert float(f(x)) == float((x * holder.scale * SCALE).sum())
+    _set_global("SCALE", 5.0)
+    assert float(f(x)) == float((x * holder.scale * SCALE).sum())
+    assert f.trace_count == 3

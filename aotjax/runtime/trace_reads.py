@@ -235,9 +235,6 @@ class Guards:
     def __bool__(self) -> bool:
         return bool(self.always or self.modular or self.always_sources or self.modular_sources)
 
-    def __len__(self) -> int:
-        return len(self.always) + len(self.modular) + len(self.always_sources) + len(self.modular_sources)
-
     def _compiled_holds(self) -> tuple[Callable, str]:
         """`holds(implicit)`: whether every guard holds and every source still holds the tensor the program last ran
         with (`implicit`, the caller's list), without updating anything but `seen`; a compiled call's fast path
