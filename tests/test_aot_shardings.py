@@ -189,6 +189,20 @@ def test_ops_that_need_a_dimension_s_value_raise_naming_the_op():
         aotjax.export(lambda x: x.reshape(-1))(_spec(B, 2))
 
 
+
+@pytest.mark.parametrize("folder", ["aotjax", "jax", "src/aotjax/ops"])
+def test_a_users_script_under_a_folder_named_like_a_library_is_still_the_users(tmp_path, folder):
+    # a checkout or a project folder named `aotjax` (or `jax`) holds user code: its line is the one errors name
+    script = tmp_path / folder / "train_script.py"
+    script.parent.mkdir(parents=True)
+    source = "def run(x):\n    return aotjax.export(lambda x: x[1:])(x)\n"
+    script.write_text(source)
+    scope = {"aotjax": aotjax}
+    exec(compile(source, str(script), "exec"), scope)
+    with pytest.raises(UnsupportedError, match=r"`getitem` does not support .*\(at train_script.py:2 \(<lambda>\)\)"):
+        scope["run"](_spec(B, 4))
+
+
 # -- errors of exported calls -------------------------------------------------------------------------------------
 def test_exported_calls_name_the_argument_that_does_not_fit():
     exp = aotjax.export(lambda x, y: x + y)(_spec(B, 4), _spec(B, 4))

@@ -9,9 +9,18 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import jax
+import jaxlib
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _STDLIB_DIR = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
-_SKIP_PREFIXES = (_PACKAGE_DIR, _STDLIB_DIR)
+_JAX_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib))
+_SKIP_PREFIXES = (_PACKAGE_DIR, _STDLIB_DIR, *_JAX_DIRS)
+
+
+def in_package(filename: str, *parts: str) -> bool:
+    """Whether `filename` is inside aotjax's own package, under `parts` (`in_package(f, "ops")`)."""
+    return os.path.abspath(filename).startswith(os.path.join(_PACKAGE_DIR, *parts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,8 +37,9 @@ class SourceInfo:
 
 # NOTE: lru_cache is thread-safe (two threads may compute one entry twice, same answer).
 @functools.lru_cache(maxsize=4096)
-def _is_internal(filename: str) -> bool:
-    """Whether frames of `filename` (as code objects name it) are aotjax's, jax's or the stdlib's."""
+def is_internal(filename: str) -> bool:
+    """Whether frames of `filename` (as code objects name it) are aotjax's, jax's or the stdlib's (by the installed
+    packages' directories: a user's folder named `aotjax` is the user's)."""
     if filename.startswith("<aotjax"):  # NOTE: source aotjax generates (`fast_call`, out variants) is named so
         return True
     if not filename.startswith("<"):
@@ -37,7 +47,7 @@ def _is_internal(filename: str) -> bool:
     if filename.startswith(_SKIP_PREFIXES):
         # NOTE: tests and examples live outside the package dir, so they count as user code.
         return True
-    return "/jax/" in filename or "/jaxlib/" in filename or filename.startswith("<frozen")
+    return filename.startswith("<frozen")
 
 
 class _Overrides(threading.local):
@@ -70,7 +80,7 @@ def user_source_info() -> SourceInfo | None:
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not _is_internal(filename):
+        if not is_internal(filename):
             return SourceInfo(filename, frame.f_lineno, frame.f_code.co_name)
         frame = frame.f_back
     return None
@@ -79,7 +89,7 @@ def user_source_info() -> SourceInfo | None:
 def user_stacklevel() -> int:
     """The `stacklevel` that makes a `warnings.warn` in the caller point at the innermost user frame."""
     frame, level = sys._getframe(1), 1
-    while frame is not None and _is_internal(frame.f_code.co_filename):
+    while frame is not None and is_internal(frame.f_code.co_filename):
         frame, level = frame.f_back, level + 1
     return level
 

@@ -60,6 +60,11 @@ def _eval_shape(prim: Primitive, avals: tuple[ShapedArray, ...], params: tuple) 
     return tuple(ShapedArray(o.shape, o.dtype) for o in outs)
 
 
+def lowered_avals(prim: Primitive, avals: Sequence[ShapedArray], params: dict) -> tuple[ShapedArray, ...]:
+    """What `prim`'s lowering computes from operands of `avals` (jax's shape rules: a check of params from outside)."""
+    return _eval_shape(prim, tuple(avals), tuple(params.items()))
+
+
 def _fallback_abstract_eval(prim: Primitive, avals, params: dict):
     outs = _eval_shape(prim, tuple(avals), tuple(params.items()))
     return list(outs) if prim.multiple_results else outs[0]

@@ -22,9 +22,6 @@ argument is refused (return a copy). Symbolic dimensions that appear in several 
 from __future__ import annotations
 
 import contextlib
-import io
-import pickle
-import struct
 import traceback
 from typing import Any, Callable
 
@@ -32,21 +29,18 @@ import jax
 
 from aotjax.core.avals import ShapedArray, canonicalize_dtype
 from aotjax.core.errors import UnsupportedError
-from aotjax.core.primitive import Primitive, all_primitives
+from aotjax.core.source_info import in_package, is_internal
 from aotjax.interpreters.eval import read
 from aotjax.lowering.to_jax import avals_to_structs, flat_function
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import BoundaryMeta, Slot
 from aotjax.tensor import Tensor
+from aotjax.transforms import export_format as fmt
 from aotjax.transforms.argnums import fun_name
 from aotjax.transforms.functionalize import stage_functionalized
 from aotjax.transforms.jit import _reader
 
 __all__ = ["export", "deserialize", "Exported", "AotExport"]
-
-_MAGIC = b"AOTJAXEXP"
-_VERSION = 1  # NOTE: the boundary table's format; bump it when `BoundaryMeta` changes shape
-
 
 class Exported:
     """An exported program and its boundary table. `call(*args, **kwargs)` runs it on arguments with the
@@ -90,8 +84,7 @@ class Exported:
             return self._call_pure(args)
         leaves, in_tree = jax.tree_util.tree_flatten((list(args), kwargs))
         if in_tree != self.in_tree:
-            raise TypeError(f"export: {self.name} was exported for arguments structured as {self.in_tree}, but was "
-                            f"called with {in_tree}")
+            raise TypeError(f"export: {self.name} {_arguments_mismatch(self.in_tree, in_tree)}")
         self._check_pattern(leaves)
         vals = [read(leaves[i]) for i, read in (_reader(g, False) for g in self.meta.groups)]
         for k, (v, aval) in enumerate(zip(vals, self.program.in_avals, strict=True)):
@@ -138,18 +131,25 @@ class Exported:
                             f"(which tensors are views of which); pass arguments aliased as when exported")
 
     def serialize(self) -> bytes:
-        """Bytes holding the StableHLO program and the boundary table (`aotjax.deserialize` reads them)."""
-        table = _dumps({"version": _VERSION, "meta": self.meta, "in_tree": self.in_tree, "name": self.name,
-                        "names": self._names})
-        program = bytes(self.program.serialize())
-        return _MAGIC + struct.pack("<IQ", _VERSION, len(program)) + program + table
+        """Bytes holding the StableHLO program and the boundary table, as data only (`aotjax.deserialize` reads
+        them back without running code from them; see `aotjax/transforms/export_format.py`)."""
+        table = {"name": self.name, "meta": fmt.encode(self.meta), "in_tree": fmt.encode(self.in_tree),
+                 "names": fmt.encode(self._names)}
+        return fmt.pack(bytes(self.program.serialize()), table)
 
     def __repr__(self) -> str:
+        if self.meta is None:
+            return f"Exported({self.name}: {len(self.in_avals)} inputs, {len(self.out_avals)} outputs)"
         return f"Exported({self.name}: {len(self.meta.groups)} inputs, {len(self.meta.outputs)} outputs)"
 
 
 def deserialize(blob: bytes) -> "Exported | AotExport":
     """An `Exported` from `Exported.serialize()`'s bytes (an `AotExport` from `AotExport.serialize()`'s).
+
+    Loading runs no code from the bytes: the boundary table is plain data, checked against the program; bytes that
+    are truncated, corrupted, of another version or made to attack raise a `ValueError` saying what is wrong.
+    (The StableHLO program itself is compiled by XLA when first called: load programs from sources you trust to
+    compute what they say; loading one cannot run Python code.)
 
     >>> f = lambda x: x.mul_(2).sum()
     >>> blob = aotjax.export(f)(aotjax.ones(3)).serialize()
@@ -157,22 +157,55 @@ def deserialize(blob: bytes) -> "Exported | AotExport":
     >>> aotjax.deserialize(blob).call(x), x
     (tensor(6.), tensor([2., 2., 2.]))
     """
+    if not isinstance(blob, (bytes, bytearray, memoryview)):
+        raise TypeError(f"deserialize: expects the bytes `serialize()` gave, got a {type(blob).__name__}")
     blob = bytes(blob)
-    if blob.startswith(_PAIR_MAGIC):
-        table = pickle.loads(blob[len(_PAIR_MAGIC):])
-        return AotExport(deserialize(table["forward"]), deserialize(table["backward"]), table["num_outputs"],
-                         table["saved_inputs"])
-    if not blob.startswith(_MAGIC):
+    if blob.startswith(fmt.PAIR_MAGIC):
+        return _pair_from(*fmt.unpack_pair(blob))
+    if not blob.startswith(fmt.MAGIC):
         raise ValueError("deserialize: these bytes are not an aotjax export (Exported.serialize() makes them)")
-    head = len(_MAGIC)
-    version, n = struct.unpack_from("<IQ", blob, head)
-    if version != _VERSION:
-        raise ValueError(f"deserialize: the export's boundary format is version {version}; this aotjax reads "
-                         f"version {_VERSION}")
-    start = head + struct.calcsize("<IQ")
-    program = jax.export.deserialize(bytearray(blob[start:start + n]))
-    table = pickle.loads(blob[start + n:])
-    return Exported(program, table["meta"], table["in_tree"], table["name"], table["names"])
+    program_bytes, table = fmt.unpack(blob)
+    try:
+        program = jax.export.deserialize(bytearray(program_bytes))
+    except Exception as e:  # NOTE: jax's flatbuffer reader raises what it meets (IndexError, struct.error, ...)
+        raise fmt.FormatError(f"deserialize: the program's bytes are not a jax export ({type(e).__name__}: "
+                              f"{str(e)[:200]})") from None
+    return _exported_from(program, table)
+
+
+def _exported_from(program: jax.export.Exported, table: dict) -> Exported:
+    """The `Exported` a table (read from bytes) describes, checked against its program."""
+    decode = fmt.Decoder()
+    if set(table) != {"name", "meta", "in_tree", "names"}:
+        raise fmt.FormatError(f"deserialize: the boundary table's entries are {sorted(table)[:8]}, not an export's")
+    name, meta, in_tree, names = (decode(table[k]) for k in ("name", "meta", "in_tree", "names"))
+    if not isinstance(name, str):
+        raise fmt.FormatError("deserialize: the export's name is not a string")
+    if meta is None:  # a pure program: its inputs' and outputs' names only
+        if not (isinstance(names, tuple) and len(names) == 2 and in_tree is None
+                and [len(n) if isinstance(n, list) else -1 for n in names]
+                == [len(program.in_avals), len(program.out_avals)]
+                and all(isinstance(s, str) for n in names for s in n)):
+            raise fmt.FormatError("deserialize: the boundary table does not match the program: its input and "
+                                  "output names are not one per input and output")
+        return Exported(program, None, None, name, names)
+    if not isinstance(in_tree, jax.tree_util.PyTreeDef) or names is not None:
+        raise fmt.FormatError("deserialize: the boundary table's argument structure is malformed")
+    fmt.check_meta(meta, in_tree, program.in_avals, program.out_avals)
+    return Exported(program, meta, in_tree, name)
+
+
+def _pair_from(forward: bytes, backward: bytes, table: dict) -> "AotExport":
+    fwd, bwd = deserialize(forward), deserialize(backward)
+    num_outputs, saved = table.get("num_outputs"), table.get("saved_inputs")
+    if not (isinstance(fwd, Exported) and isinstance(bwd, Exported) and fwd.meta is None and bwd.meta is None):
+        raise fmt.FormatError("deserialize: an aot export's halves must be pure programs")
+    if not (set(table) == {"num_outputs", "saved_inputs"} and type(num_outputs) is int
+            and 0 <= num_outputs <= len(fwd.out_avals) and isinstance(saved, list) and len(saved) <= len(bwd.in_avals)
+            and all(i is None or (type(i) is int and 0 <= i < len(fwd.in_avals)) for i in saved)
+            and sum(i is None for i in saved) == len(fwd.out_avals) - num_outputs):
+        raise fmt.FormatError("deserialize: the aot export's table does not match its forward and backward programs")
+    return AotExport(fwd, bwd, num_outputs, saved)
 
 
 def export(fun: Callable, *, platforms: tuple[str, ...] | None = None) -> Callable[..., Exported]:
@@ -234,15 +267,12 @@ class AotExport:
         return [primals[i] if i is not None else next(returned) for i in self.saved_inputs]
 
     def serialize(self) -> bytes:
-        table = pickle.dumps({"forward": self.forward.serialize(), "backward": self.backward.serialize(),
-                              "num_outputs": self.num_outputs, "saved_inputs": self.saved_inputs})
-        return _PAIR_MAGIC + table
+        """Bytes holding both programs and the residual table, as data only (`aotjax.deserialize` reads them)."""
+        return fmt.pack_pair(self.forward.serialize(), self.backward.serialize(),
+                             {"num_outputs": self.num_outputs, "saved_inputs": list(self.saved_inputs)})
 
     def __repr__(self) -> str:
         return f"AotExport({self.forward.name}, {self.backward.name})"
-
-
-_PAIR_MAGIC = b"AOTJAXPAIR"
 
 
 def export_program(closed, name: str, input_names: list[str], output_names: list[str],
@@ -295,7 +325,7 @@ def _frames(e: Exception) -> list:
 
 def _user_index(frames) -> int:
     """The index of the last frame outside aotjax and jax, before the error's frames inside them."""
-    inside = [("/aotjax/" in f.filename or "/jax/" in f.filename) for f in frames]
+    inside = [is_internal(f.filename) for f in frames]
     k = len(frames) - 1
     while k >= 0 and inside[k]:
         k -= 1
@@ -306,8 +336,8 @@ def _op_of(e: Exception) -> str:
     """The op the user's code called when `e` was raised (`view`, `getitem`), or the rule of an op that a transform
     ran (`indexing.py:224`)."""
     frames = _frames(e)
-    ops = [f for f in frames[_user_index(frames) + 1:] if "/aotjax/ops/" in f.filename or f.filename.endswith(
-        "/aotjax/tensor.py")]
+    ops = [f for f in frames[_user_index(frames) + 1:] if in_package(f.filename, "ops", "")
+           or in_package(f.filename, "tensor.py")]
     if not ops:
         return "an op"
     f = ops[0]
@@ -326,6 +356,21 @@ def _symbolic_in(params) -> bool:
     return jax.export.is_symbolic_dim(params)
 
 
+def _arguments_mismatch(want, got) -> str:
+    """How a call's arguments (`got`, the structure of `(list(args), kwargs)`) differ from the exported ones."""
+    def described(tree) -> tuple[int, list]:
+        args, kwargs = tree.children()
+        return len(args.children()), sorted(kwargs.node_data()[1] or [])
+
+    (n_want, kw_want), (n_got, kw_got) = described(want), described(got)
+    if n_want != n_got or kw_want != kw_got:
+        kws = lambda kw: f" and keywords {', '.join(map(str, kw))}" if kw else ""  # noqa: E731
+        return (f"was exported for {n_want} positional argument(s){kws(kw_want)}; the call gave {n_got}"
+                f"{kws(kw_got)}")
+    return (f"was exported for arguments structured as {want.children()}, but the call's are structured as "
+            f"{got.children()} (the same nesting of lists, tuples and dicts is needed)")
+
+
 def _check_input(name: str, arg: str, v, aval) -> None:
     """A call's input `arg` against the exported abstract value (a symbolic dimension takes any size here; the
     program checks that the sizes agree)."""
@@ -342,39 +387,6 @@ def np_dtype_name(dtype) -> str:
     return str(getattr(dtype, "name", dtype))
 
 
-class _Pickler(pickle.Pickler):
-    """Pickles a symbolic dimension as its text (jax's own pickled form cannot be loaded back)."""
-
-    def reducer_override(self, obj):
-        if jax.export.is_symbolic_dim(obj):
-            return _symbolic_dim, (str(obj),)
-        return NotImplemented
-
-
-def _symbolic_dim(text: str):
-    return jax.export.symbolic_shape(text)[0]
-
-
-def _dumps(obj) -> bytes:
-    buffer = io.BytesIO()
-    _Pickler(buffer).dump(obj)
-    return buffer.getvalue()
-
-
 def read_value(x):
     """A call argument's value: a Tensor's array, or an array as it is."""
     return read(x) if isinstance(x, Tensor) else jax.numpy.asarray(x)
-
-
-def _primitive_named(name: str) -> Primitive:
-    for p in all_primitives():
-        if p.name == name:
-            return p
-    raise ValueError(f"deserialize: the export uses the primitive '{name}', which this aotjax does not define")
-
-
-def _reduce_primitive(p: Primitive):
-    return _primitive_named, (p.name,)
-
-
-Primitive.__reduce__ = _reduce_primitive  # NOTE: a boundary table's view steps name their primitives
