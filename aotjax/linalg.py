@@ -6,6 +6,14 @@ over leading dims, with torch's names, arguments and result NamedTuples (`QR`, `
 >>> aotjax.linalg.solve(aotjax.tensor([[2.0, 0.0], [0.0, 4.0]]), aotjax.tensor([2.0, 4.0]))
 tensor([1., 1.])
 """
+from aotjax.ops.linalg.compact import LINALG as _COMPACT
+from aotjax.ops.linalg.compact import (  # noqa: F401
+    LDLFactorExResult,
+    LDLFactorResult,
+    ldl_factor,
+    ldl_factor_ex,
+    ldl_solve,
+)
 from aotjax.ops.linalg.decompositions import (  # noqa: F401
     LINALG,
     QR,
@@ -63,4 +71,4 @@ from aotjax.ops.linalg.solvers import (  # noqa: F401
     vander,
 )
 
-__all__ = LINALG + ["matmul"] + _EXTRA
+__all__ = LINALG + ["matmul"] + _EXTRA + _COMPACT

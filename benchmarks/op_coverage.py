@@ -7,7 +7,7 @@ implemented when aotjax has it under the same name: `nn.functional.X` as `aotjax
 for op_db's in-place-only entries such as `uniform`, `Tensor.X_`). Ops aotjax rejects on purpose
 (`aotjax.ops.unsupported`, e.g. `as_strided`) count as missing. Prints the count and the missing names by namespace.
 
-    python benchmarks/op_coverage.py            # needs torch (the test extra)
+    python benchmarks/op_coverage.py            # needs torch: pip install ".[test]" (the test extra)
     python benchmarks/op_coverage.py --list     # also the implemented names
 """
 from __future__ import annotations
@@ -55,10 +55,24 @@ def implemented(name: str) -> bool:
     return any(hasattr(aotjax, n) or hasattr(aotjax.Tensor, n) for n in (leaf, leaf + "_"))
 
 
+def torch_missing() -> str | None:
+    """Why this script cannot run (torch is not installed), or None."""
+    try:
+        import torch  # noqa: F401  (only for op_db: aotjax itself never imports torch)
+    except ImportError:
+        return ("op_coverage: this script reads PyTorch's operator database (op_db), so it needs torch, which "
+                "aotjax itself does not install. Install the test extra, which pins it, from the repository root: "
+                "pip install \".[test]\"; then run python benchmarks/op_coverage.py again.")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--list", action="store_true", help="also print the implemented names")
     args = parser.parse_args(argv)
+    if (why := torch_missing()) is not None:
+        print(why, file=sys.stderr)
+        return 2
     names = op_db_names()
     have = [n for n in names if implemented(n)]
     missing = [n for n in names if not implemented(n)]

@@ -36,6 +36,22 @@ FD_STEP = by_mode(1e-6, 1e-3)
 FD_RTOL, FD_ATOL = by_mode((1e-5, 1e-6), (2e-3, 1e-3))  # a wrong rule (a factor 2, a sign) still fails
 
 
+def run_on(lib, fn, arrays):
+    """`fn(lib, *tensors)`, each array made a tensor of `lib` (aotjax or torch): one program run by both libraries."""
+    return fn(lib, *(lib.tensor(a) for a in arrays))
+
+
+def dtype_in_mode(torch_dtype) -> np.dtype:
+    """The dtype aotjax gives where torch gives `torch_dtype`, in this suite's mode: int64 is the default int, and
+    without x64 the 64-bit floats and complexes are 32-bit."""
+    d = np.dtype(str(torch_dtype).removeprefix("torch."))
+    if d == np.int64:
+        return INT
+    if not X64 and d in (np.float64, np.complex128):
+        return np.dtype(np.float32 if d == np.float64 else np.complex64)
+    return d
+
+
 def central_difference(f, xs, directions, step: float = FD_STEP):
     """`d/ds f(*(x + s * d for x, d in zip(xs, directions)))` at 0, by a central difference computed in
     float64 from `f`'s values (a pytree of arrays or Tensors, in `f`'s own precision: the mode's). Each

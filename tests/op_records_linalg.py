@@ -47,6 +47,7 @@ _TANGENT_MAPS = [
     ("lu", L.lu, _mat),
     ("lu_solve", lambda x: L.lu_solve(*L.lu_factor(aotjax.eye(3, dtype=x.dtype) * 2), x), _mat),
     ("matrix_exp", L.matrix_exp, lambda: _mat() / 3),
+    ("cholesky_solve", lambda x: aotjax.cholesky_solve(aotjax.ones(3, 2, dtype=x.dtype), x), _mat),
     ("pinv", L.pinv, _mat),
     ("vector_norm", lambda x: L.vector_norm(x, ord=3), _mat),
     ("matrix_norm", lambda x: L.matrix_norm(x, ord="nuc"), _mat),

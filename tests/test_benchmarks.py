@@ -43,3 +43,13 @@ def test_aot_step_runs():
     assert proc.returncode == 0, f"aot_step.py exited with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     assert "ratio" in proc.stdout, f"aot_step.py printed no ratio:\n{proc.stdout}"
     assert "max abs diff" in proc.stdout
+
+
+def test_op_coverage_without_torch_says_to_install_the_test_extra():
+    # torch blocked (a None entry in sys.modules makes `import torch` fail), as outside the test extra
+    script = str(ROOT / "benchmarks" / "op_coverage.py")
+    code = f"import runpy, sys; sys.modules['torch'] = None; sys.argv = [{script!r}]; " \
+           f"runpy.run_path({script!r}, run_name='__main__')"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert '".[test]"' in proc.stderr and "Traceback" not in proc.stderr

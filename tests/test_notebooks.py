@@ -1,5 +1,6 @@
 """The notebooks under `notebooks/` execute top to bottom without an error, in a kernel on this interpreter
-and in the suite's mode (jax's default 32-bit mode, or x64 with AOTJAX_TEST_X64=1)."""
+and in the suite's mode (jax's default 32-bit mode, or x64 with AOTJAX_TEST_X64=1), and a notebook that plots
+shows its figures inline."""
 import glob
 import os
 import sys
@@ -25,6 +26,8 @@ def kernel_on_this_interpreter(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
     monkeypatch.delenv("AOTJAX_DUMP", raising=False)
+    # NOTE: ipykernel picks matplotlib's inline backend only when MPLBACKEND is unset (a CI machine may set Agg).
+    monkeypatch.delenv("MPLBACKEND", raising=False)
     monkeypatch.setenv("JAX_ENABLE_X64", "1" if X64 else "0")  # the kernel runs in the suite's mode
 
 
@@ -41,6 +44,9 @@ def test_notebook_executes(path, kernel_on_this_interpreter):
     prefix, x64 = nb.cells[-1].outputs[0]["text"].strip().splitlines()
     assert prefix == sys.prefix  # the kernel ran on this environment
     assert x64 == str(X64)  # and in the suite's mode
+    if any("matplotlib" in c.source for c in nb.cells if c.cell_type == "code"):
+        images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
+        assert images, f"{os.path.basename(path)} imports matplotlib but shows no figure (no image/png output)"
 
 
 def test_there_are_notebooks():

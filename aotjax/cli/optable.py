@@ -44,7 +44,8 @@ class Family:
 # (internals, or the functions of a namespace row below).
 FAMILIES: dict[str, Family | None] = {
     "creation.factories": Family("creation", "`dtype=`, sizes as ints or one tuple; `empty_strided` with contiguous "
-                                 "strides only; `Tensor.new_*` below"),
+                                 "strides only; `Tensor.new_*` below; `linspace`/`logspace` ends may be 0-d "
+                                 "tensors, traced ones too (no derivative in them, as torch)"),
     "base.data": Family("creation from data", "`tensor` takes lists, NumPy and jax arrays; `as_tensor` keeps a tensor "
                         "as it is; `promote`: torch's type promotion"),
     "base.casts": Family("casts", "`Tensor.to` and the cast methods (`float double half bfloat16 int long bool "
@@ -93,14 +94,20 @@ FAMILIES: dict[str, Family | None] = {
     "nn.normalization": Family("normalization and dropout", "`dropout(key=` or a generator`)`"),
     "nn.conv": Family("convolution", "stride, padding incl. `'same'`, dilation, groups; one `conv` primitive whose "
                       "transposes are convolutions: derivatives of any order; `vmap` folds the batch into N or groups"),
-    "nn.pooling": Family("pooling", "`return_indices`; `unfold fold` (im2col); `max_unpool*` (`output_size=`)"),
+    "nn.pooling": Family("pooling", "`return_indices`; `unfold fold` (im2col); `max_unpool*` (`output_size=`); "
+                                    "`fractional_max_pool*` (`_random_samples`, else `key=`/`generator=`)"),
+    "linalg.compact": Family("linear algebra: LAPACK's compact forms",
+                             "`lu_unpack`; `geqrf` (not differentiable, as torch) with `orgqr ormqr`; "
+                             "`aotjax.linalg.ldl_factor ldl_solve` (torch's pivots)"),
+    "linalg.lowrank": Family("randomized low-rank", "draws from aotjax's generator (`generator=`)"),
     "nn.resampling": Family("resampling", "`pad` (constant reflect replicate circular), `interpolate` (nearest "
                             "nearest-exact linear bilinear bicubic trilinear area, `align_corners`); `upsample_*` "
                             "aliases of `interpolate`; `grid_sample` 4-D and 5-D (bilinear nearest; zeros border "
                             "reflection)"),
     "nn.linear": Family("linear layers", ""),
     "nn.sparse": Family("embedding", "`padding_idx=`"),
-    "nn.attention": Family("attention", "`scaled_dot_product_attention` with masks, `is_causal`, dropout"),
+    "nn.attention": Family("attention", "`scaled_dot_product_attention` with masks, `is_causal`, dropout; "
+                                        "`multi_head_attention_forward`"),
     "linalg.solvers": None,  # aotjax.linalg's functions: its namespace row
     "fft.fourier": None,  # the rows of aotjax.fft
     "random.keys": None,  # aotjax.random's row
@@ -115,7 +122,9 @@ INTERNAL = ("base.combinators", "base.from_jax", "base.layout", "base.promotion"
 NAMESPACES: dict[str, str] = {
     "aotjax.linalg": "torch's result NamedTuples; batched over leading dims; real floats (`eig eigvals` return "
                      "complex); the factorizations are "
-                     "`from_jax` primitives whose derivatives, transposes and batching are JAX's",
+                     "`from_jax` primitives whose derivatives, transposes and batching are JAX's, with torch's "
+                     "conventions (a symmetric input's gradient is symmetric: `cholesky`, `eigh`; "
+                     "`pinv(hermitian=True)` reads one triangle)",
     "aotjax.special": "the polynomials take integer degrees `n` (tensors or numbers; no derivative, as torch)",
     "aotjax.masked": "torch.masked's functions on plain tensors with `mask=` (no `MaskedTensor`); fully masked "
                      "results as torch",

@@ -12,7 +12,7 @@ from aotjax.ops.creation import factories
 from aotjax.ops.distributed import collectives, shard_map, sharding  # noqa: F401  (aotjax.lax's names)
 from aotjax.ops.fft import fourier
 from aotjax.ops.indexing import gather_scatter, subscripts
-from aotjax.ops.linalg import decompositions, lapack, matmul, products, solvers  # noqa: F401  (solvers: aotjax.linalg's names)
+from aotjax.ops.linalg import compact, decompositions, lapack, lowrank, matmul, products, solvers  # noqa: F401  (solvers: aotjax.linalg's names)
 from aotjax.ops.math import complex as complex_numbers
 from aotjax.ops.math import elementwise, functions, special
 from aotjax.ops.nn import activations, attention, conv, linear, losses, normalization, pooling, resampling, sparse
@@ -25,9 +25,9 @@ from aotjax.ops.shape import clone as cloning
 # NOTE: the families whose `__all__` is aotjax's top level, in this order: where two define one name, the later wins
 # (`cholesky` of torch's top level, with `upper=`, over torch.linalg's).
 FAMILIES = (_frontend, casts, data, activations, arrangement, complex_numbers, conv, factories, decompositions,
-            distributions, elementwise, linear, fourier, generator, subscripts, matmul, losses, lapack, attention,
-            sparse, normalization, functions, pooling, products, reductions, resampling, gather_scatter, cloning,
-            copies, sorting, statistics, views)
+            distributions, elementwise, linear, fourier, generator, subscripts, matmul, losses, lapack, compact,
+            lowrank, attention, sparse, normalization, functions, pooling, products, reductions, resampling,
+            gather_scatter, cloning, copies, sorting, statistics, views)
 for _family in FAMILIES:
     globals().update({name: getattr(_family, name) for name in _family.__all__})
 globals().update({name: getattr(special, name) for name in special.TOP_LEVEL})

@@ -145,11 +145,12 @@ class Rprop(Optimizer):
     """
 
     hyperparameters = ("lr", "etas", "step_sizes")
+    pairs = ("etas", "step_sizes")
     flags = ("maximize",)
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False,
                  foreach=None, maximize=False, differentiable=False):
-        super().__init__(params, dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), foreach=foreach,
+        super().__init__(params, dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach,
                                       maximize=maximize, differentiable=differentiable, capturable=capturable))
 
     @classmethod

@@ -14,7 +14,7 @@ from aotjax.core.interpreter import Tracer, grad_mode, staging
 from aotjax.core.source_info import where
 from aotjax.ops.base.data import tensor
 from aotjax.ops.shape.copies import cat
-from aotjax.optim.optimizer import Optimizer, _as_number, _check_nonnegative
+from aotjax.optim.optimizer import Optimizer, _as_number, _check_nonnegative, _check_scalar
 from aotjax.tensor import Tensor
 
 __all__ = ["LBFGS"]
@@ -48,6 +48,11 @@ class LBFGS(Optimizer):
 
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7, tolerance_change=1e-9,
                  history_size=100, line_search_fn=None):
+        given = dict(lr=lr, max_iter=max_iter, max_eval=max_eval, tolerance_grad=tolerance_grad,
+                     tolerance_change=tolerance_change, history_size=history_size)
+        for key, value in given.items():
+            if value is not None or key != "max_eval":
+                _check_scalar(LBFGS, key, value)
         super().__init__(params, dict(lr=lr, max_iter=max_iter,
                                       max_eval=max_iter * 5 // 4 if max_eval is None else max_eval,
                                       tolerance_grad=tolerance_grad, tolerance_change=tolerance_change,

@@ -21,10 +21,13 @@ A subclass states its algorithm as a pure function of one parameter (`aotjax.opt
 from __future__ import annotations
 
 import contextlib
+import math
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import GetAttrKey
 
@@ -55,6 +58,8 @@ def _fill(dst: Tensor, value, what: str) -> None:
         return
     if not isinstance(value, Tensor):
         value = tensor(np.asarray(value), dtype=dst.dtype)
+    if dst.ndim == 0 and value.numel() == 1:
+        value = value.reshape(())  # NOTE: a one-element tensor sets a 0-d hyperparameter, as torch takes it
     if tuple(value.shape) != tuple(dst.shape) and value.ndim != 0:
         raise ValueError(f"{what}: expected a value of shape {tuple(dst.shape)}, got one of shape "
                          f"{tuple(value.shape)}.")
@@ -83,6 +88,42 @@ def _as_number(value):
 
 
 # -- validation, with torch's messages -----------------------------------------------------------------------
+def _check_scalar(cls: type, label: str, value) -> None:
+    """`value` is a real number or a one-element real tensor (or array), else the error torch's checks raise: a
+    TypeError (its comparison `value < 0` fails), a ValueError for a tensor of more than one element."""
+    if isinstance(value, numbers.Real):  # NOTE: bool, int, float and numpy's real scalars
+        return
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is None or dtype is None:
+        raise TypeError(f"{cls.__name__}: {label} must be a real number or a one-element tensor, got {value!r} of "
+                        f"type {type(value).__name__}{where()}")
+    if math.prod(shape) != 1:
+        raise ValueError(f"{cls.__name__}: Tensor {label} must be 1-element, got one of shape {tuple(shape)}"
+                         f"{where()}")
+    if not isinstance(value, (Tensor, jax.Array)):
+        dtype = np.asarray(value).dtype  # NOTE: another library's tensor (a torch state_dict's), through numpy
+    if not (dtype == np.bool_ or jnp.issubdtype(dtype, jnp.integer) or jnp.issubdtype(dtype, jnp.floating)):
+        raise TypeError(f"{cls.__name__}: {label} must be a real number or a one-element tensor, got a tensor of "
+                        f"dtype {dtype}{where()}")
+
+
+def _check_hyperparameter(cls: type, key: str, value, label: str) -> None:
+    """`value` can be hyperparameter `key` of `cls`: a real number or a one-element tensor; for a pair
+    (`cls.pairs`, e.g. `betas`), a tuple or list of two of them. `label` names it in the message (`lr`,
+    `param_groups[1]['lr']`)."""
+    if key not in cls.pairs:
+        _check_scalar(cls, label, value)
+        return
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"{cls.__name__}: {label} must be a tuple of two numbers, got {value!r} of type "
+                        f"{type(value).__name__}{where()}")
+    if len(value) != 2:
+        raise ValueError(f"{cls.__name__}: {label} must be a tuple of two numbers, got {len(value)}: {value!r}"
+                         f"{where()}")
+    for i, v in enumerate(value):
+        _check_scalar(cls, f"{label}[{i}]", v)
+
+
 _TORCH_LABELS = {"lr": "learning rate", "eps": "epsilon value"}  # torch's words: "Invalid {label}: {value}"
 
 
@@ -126,15 +167,17 @@ class ParamGroup(dict):
     (True, 0.01)
     """
 
-    def __init__(self, optimizer_class: type, names: tuple | None, items: dict):
+    def __init__(self, optimizer_class: type, names: tuple | None, items: dict, index: int | None = None):
         super().__init__(items)
         self.optimizer_class, self.names = optimizer_class, names
+        self.index = index  # NOTE: its place in `param_groups`, for messages
 
     def __setitem__(self, key, value):
         cls = getattr(self, "optimizer_class", None)
         if cls is None:  # NOTE: copy and pickle fill a dict subclass's items before its attributes
             super().__setitem__(key, value)
         elif key in cls.hyperparameters and key in self:
+            _check_hyperparameter(cls, key, value, f"param_groups[{getattr(self, 'index', None)}]['{key}']")
             cls._check_setting(self, key, value)
             old = self[key]
             if isinstance(old, tuple):
@@ -218,6 +261,7 @@ class Optimizer:
     """
 
     hyperparameters: tuple[str, ...] = ()
+    pairs: tuple[str, ...] = ()  # the hyperparameters that are two numbers (`betas`)
     flags: tuple[str, ...] = ()
     zero_fixed: dict[str, str] = {}  # hyperparameter -> the state that exists only when it is not zero
 
@@ -226,6 +270,8 @@ class Optimizer:
         if isinstance(params, Tensor):
             raise TypeError(f"{name}: params should be an iterable of Tensors, (name, Tensor) pairs or dicts; got "
                             f"a single Tensor. Pass [tensor] instead.")
+        for k in self.hyperparameters:
+            _check_hyperparameter(type(self), k, defaults[k], k)
         self.defaults = {k: _as_number(v) if k in self.hyperparameters else v for k, v in defaults.items()}
         self.param_groups: list[ParamGroup] = []
         self.state = _State(params=[])
@@ -258,12 +304,15 @@ class Optimizer:
                              f"tensor once.")
         unknown = set(param_group) - set(self.defaults) - {"params", "param_names"} - _TORCH_ONLY_KEYS
         values = {k: param_group.get(k, v) for k, v in self.defaults.items()}
+        for k in cls.hyperparameters:
+            if k in param_group:
+                _check_hyperparameter(cls, k, param_group[k], f"param_groups[{len(self.param_groups)}]['{k}']")
         type(self)._validate({k: _as_number(v) if k in cls.hyperparameters else v for k, v in values.items()})
         items = {"params": params}
         for k, v in values.items():
             items[k] = _new_hyperparameter(v, f"{name}: {k}") if k in cls.hyperparameters else v
         items.update({k: param_group[k] for k in unknown})
-        group = ParamGroup(cls, names, items)
+        group = ParamGroup(cls, names, items, index=len(self.param_groups))
         first = len(self.state.params)
         for i, p in enumerate(params):
             self.state[first + i] = self._init_state(group, p)
@@ -361,8 +410,12 @@ class Optimizer:
             flat = self._grads_by_tensor(grads)
         elif isinstance(grads, Mapping):
             flat = self._grads_by_name(grads)
-        elif isinstance(grads, Sequence) and not isinstance(grads, str) and len(grads) == len(params) and all(
-                g is None or not isinstance(g, (Sequence, Mapping)) for g in grads):
+        elif _is_flat(grads):
+            if len(grads) != len(params):
+                raise ValueError(f"{name}.step: got {len(grads)} gradient{'' if len(grads) == 1 else 's'} for "
+                                 f"{len(params)} parameter{'' if len(params) == 1 else 's'}{where()}; grads should be "
+                                 f"a flat sequence of {len(params)} gradients (one per parameter, None to skip one) in "
+                                 f"parameter order")
             flat = list(grads)
         elif isinstance(grads, Sequence) and len(grads) == len(groups):
             flat = []
@@ -406,7 +459,14 @@ class Optimizer:
         return [grads[k] for k in names]
 
     def _as_grad(self, grad, param: Tensor, index: int) -> Tensor:
-        grad = grad.detach() if isinstance(grad, Tensor) else tensor(np.asarray(grad), dtype=param.dtype)
+        if not isinstance(grad, Tensor):
+            array = np.asarray(grad)
+            if array.dtype.kind not in "biufc":
+                raise TypeError(f"{type(self).__name__}.step: the gradient of parameter {self._label(index)} is "
+                                f"{grad!r} of type {type(grad).__name__}{where()}; expected a Tensor, an array or "
+                                f"None")
+            return self._as_grad(tensor(array, dtype=param.dtype), param, index)
+        grad = grad.detach()
         if tuple(grad.shape) != tuple(param.shape):
             raise ValueError(f"{type(self).__name__}.step: the gradient of parameter {self._label(index)} has shape "
                              f"{tuple(grad.shape)}, but the parameter has shape {tuple(param.shape)}.")
@@ -526,9 +586,9 @@ class Optimizer:
         opt = object.__new__(cls)
         opt.defaults = dict(defaults)
         opt.param_groups = []
-        for children_of_group, (order, statics, names) in zip(groups, group_aux):
+        for i, (children_of_group, (order, statics, names)) in enumerate(zip(groups, group_aux)):
             values = {**children_of_group, **dict(statics)}
-            opt.param_groups.append(ParamGroup(cls, names, {k: values[k] for k in order}))
+            opt.param_groups.append(ParamGroup(cls, names, {k: values[k] for k in order}, index=i))
         opt.state = _State(state.items(), params=[p for g in opt.param_groups for p in g["params"]])
         return opt
 
@@ -579,7 +639,14 @@ def _show(value) -> str:
 def _describe(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return f"a {type(value).__name__} of {len(value)}"
-    return f"a {type(value).__name__}"
+    return f"{'an' if type(value).__name__[0] in 'aeiou' else 'a'} {type(value).__name__}"
+
+
+def _is_flat(grads) -> bool:
+    """Whether `grads` is a flat sequence of gradients (a gradient being an array, a number or None: no sequence of
+    them, which would be a group's)."""
+    return (isinstance(grads, Sequence) and not isinstance(grads, str)
+            and all(g is None or isinstance(g, str) or not isinstance(g, (Sequence, Mapping)) for g in grads))
 
 
 def _missing(name: str, key: str):

@@ -116,6 +116,8 @@ class ASGD(Optimizer):
 class _AdamFamily(Optimizer):
     """What Adam, Adamax, NAdam and RAdam share: `lr`, `betas`, `eps`, `weight_decay` and their checks."""
 
+    pairs = ("betas",)
+
     @classmethod
     def _validate(cls, v):
         _check_nonnegative(cls, v, "lr", "eps", *(k for k in ("weight_decay", "momentum_decay") if k in v))
@@ -140,7 +142,7 @@ class Adam(_AdamFamily):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       amsgrad=amsgrad, maximize=maximize, foreach=foreach, capturable=capturable,
                                       differentiable=differentiable, fused=fused,
                                       decoupled_weight_decay=decoupled_weight_decay))
@@ -200,7 +202,7 @@ class Adamax(_AdamFamily):
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       foreach=foreach, maximize=maximize, differentiable=differentiable,
                                       capturable=capturable))
 
@@ -232,7 +234,7 @@ class NAdam(_AdamFamily):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
                                       maximize=maximize, foreach=foreach, capturable=capturable,
                                       differentiable=differentiable))
@@ -266,7 +268,7 @@ class RAdam(_AdamFamily):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
                  *, foreach=None, maximize=False, capturable=False, differentiable=False):
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       maximize=maximize, foreach=foreach, capturable=capturable,
                                       decoupled_weight_decay=decoupled_weight_decay, differentiable=differentiable))
 

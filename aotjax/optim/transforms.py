@@ -10,12 +10,14 @@ is not needed.
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from aotjax.core.source_info import where
 from aotjax.ops.base.data import tensor
 from aotjax.ops.creation.factories import zeros, zeros_like
 from aotjax.optim.updates import adam_update, sgd_update
@@ -93,6 +95,20 @@ def _learning_rate(learning_rate, count, tensors: bool):
     return lr
 
 
+def _check_numbers(what: str, **values) -> None:
+    """Each hyperparameter is a real number or a scalar (a jax array, a Tensor, a tracer of either); the learning
+    rate may also be a schedule. A wrong one is refused here, not at the first `update`."""
+    for name, value in values.items():
+        if isinstance(value, numbers.Real) or (name == "learning_rate" and callable(value)):
+            continue
+        shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+        if shape is None or dtype is None or tuple(shape) != () or jnp.issubdtype(dtype, jnp.complexfloating):
+            kinds = ("a real number, a scalar array or a schedule `count -> lr`" if name == "learning_rate" else
+                     "a real number or a scalar array")
+            raise TypeError(f"aotjax.optim.{what}: {name} must be {kinds}, got {value!r} of type "
+                            f"{type(value).__name__}{where()}")
+
+
 def _params_or_error(params, updates, needed: bool, what: str):
     if params is not None:
         return params
@@ -121,6 +137,8 @@ def sgd(learning_rate, momentum=0.0, nesterov: bool = False, weight_decay=0.0, d
     >>> params
     [tensor([0.71])]
     """
+    _check_numbers("sgd", learning_rate=learning_rate, momentum=momentum, weight_decay=weight_decay,
+                   dampening=dampening)
     if nesterov and (momentum == 0 or dampening != 0):
         raise ValueError("aotjax.optim.sgd: Nesterov momentum requires a momentum and zero dampening.")
 
@@ -147,6 +165,8 @@ def sgd(learning_rate, momentum=0.0, nesterov: bool = False, weight_decay=0.0, d
 
 def _adam(learning_rate, b1, b2, eps, weight_decay, decoupled: bool, amsgrad: bool, maximize: bool, mask,
           what: str) -> GradientTransformation:
+    _check_numbers(what, learning_rate=learning_rate, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay)
+
     def init(params):
         return AdamState(_zero_count(params), _zeros_like(params), _zeros_like(params),
                          _zeros_like(params) if amsgrad else None)

@@ -256,6 +256,7 @@ class Aot(Jitted):
     """An aot-compiled function (see `aot`)."""
 
     what = "aot"
+    output_constants = (str,)  # NOTE: AOTAutograd (and torch.compile) return a string output as the trace saw it
 
     def __init__(self, fun, fw_compiler, bw_compiler, partition, decompositions, static_argnums,
                  inference_compiler=None, checks=None, in_shardings=None, out_shardings=None):

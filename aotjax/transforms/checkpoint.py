@@ -17,6 +17,7 @@ from operator import attrgetter
 from typing import Callable
 
 from aotjax.core.ir import ClosedJaxpr, Jaxpr
+from aotjax.core.source_info import where
 from aotjax.ops.calls.remat import checkpoint_p, name_p
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import Slot
@@ -44,7 +45,7 @@ def dots_saveable(prim, *avals, **params) -> bool:
 
 def save_only_these_names(*names: str) -> Callable:
     """Save only the values marked `checkpoint_name(x, name)` with one of `names`."""
-    wanted = frozenset(names)
+    wanted = _names("save_only_these_names", names)
 
     def policy(prim, *avals, **params) -> bool:
         return prim is name_p and params["name"] in wanted
@@ -56,13 +57,23 @@ def save_only_these_names(*names: str) -> Callable:
 def save_anything_except_these_names(*names: str) -> Callable:
     """Save everything except the values marked `checkpoint_name(x, name)` with one of `names` (and the
     computation feeding only them)."""
-    unwanted = frozenset(names)
+    unwanted = _names("save_anything_except_these_names", names)
 
     def policy(prim, *avals, **params) -> bool:
         return not (prim is name_p and params["name"] in unwanted)
 
     policy.__name__ = policy.__qualname__ = _policy_name("save_anything_except_these_names", unwanted)
     return policy
+
+
+def _names(maker: str, names: tuple) -> frozenset:
+    """The names a policy maker was given, each a string (`checkpoint_name`'s)."""
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"checkpoint_policies.{maker}: each name must be a string (as given to checkpoint_name), "
+                            f"got {name!r} of type {type(name).__name__}{where()}; pass the names as separate "
+                            f"arguments: {maker}('a', 'b')")
+    return frozenset(names)
 
 
 def _policy_name(maker: str, names: frozenset) -> str:
@@ -93,7 +104,7 @@ def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool 
     >>> aotjax.print_saved_residuals(lambda x: f(x).sum(), aotjax.tensor([0.0]))
     f32[1]  4 bytes  argument x
     """
-    policy = policy or nothing_saveable
+    policy = _checked_policy(policy)
     static_argnums = normalize_argnums(fun, static_argnums, "checkpoint", "static_argnums")
 
     @functools.wraps(fun)
@@ -118,6 +129,23 @@ def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool 
 
 remat = checkpoint
 
+_POLICIES = ", ".join(f"checkpoint_policies.{name}" for name in vars(checkpoint_policies) if not name.startswith("_"))
+_POLICY_MAKERS = (save_only_these_names, save_anything_except_these_names)
+
+
+def _checked_policy(policy) -> Callable:
+    """`policy`, or `nothing_saveable` for None; anything else than a policy function is refused here rather than
+    where the first differentiation calls it."""
+    if policy is None:
+        return nothing_saveable
+    if any(policy is maker for maker in _POLICY_MAKERS):
+        raise TypeError(f"checkpoint: policy={policy.__name__} makes a policy from names; call it: "
+                        f"policy=checkpoint_policies.{policy.__name__}('name', ...){where()}")
+    if not callable(policy) or isinstance(policy, type):
+        raise TypeError(f"checkpoint: policy must be a function `policy(prim, *avals, **params) -> bool` or None, "
+                        f"got {policy!r} of type {type(policy).__name__}{where()}; use one of {_POLICIES}")
+    return policy
+
 
 def _closure_convert(closed):
     """The region's constants become leading operands (they may be tracers of enclosing transforms)."""
@@ -133,4 +161,7 @@ def checkpoint_name(x, name: str):
     >>> aotjax.checkpoint_name(aotjax.ones(2), "h")
     tensor([1., 1.])
     """
+    if not isinstance(name, str):
+        raise TypeError(f"checkpoint_name: name must be a string, got {name!r} of type {type(name).__name__}"
+                        f"{where()}")
     return name_p.bind(x, name=name)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import numbers
+import reprlib
 import weakref
 from operator import attrgetter
 from typing import Any, Callable, NamedTuple, Sequence
@@ -236,6 +238,7 @@ class Jitted:
     """A function compiled through XLA on first call for each new input signature. See `jit`."""
 
     what = "jit"  # the transform's name, for messages
+    output_constants: tuple[type, ...] = ()  # what may be returned besides tensors and numbers (`check_outputs`)
 
     def __init__(self, fun: Callable, static_argnums: int | Sequence[int], donate: bool, checks: bool | None = None,
                  in_shardings=None, out_shardings=None):
@@ -291,7 +294,11 @@ class Jitted:
                 self._cache.pop(key, None)  # NOTE: a program of this call only: not kept
             # NOTE: under another transform the body is inlined into it, functionalized (checked if asked to).
             with emit_checks(self.checks) if self.checks is not None else contextlib.nullcontext():
-                return functionalize(self.fun, self.static_argnums)(*args, **kwargs)
+                out = functionalize(self.fun, self.static_argnums)(*args, **kwargs)
+            paths = jax.tree_util.tree_flatten_with_path(out)[0]
+            check_outputs(self.what, self.fun, [("out" + jax.tree_util.keystr(p), x) for p, x in paths],
+                          self.output_constants)
+            return out
         key = (in_tree, statics, signature, self.checks_enabled, guards.modes())
         entry, full = self._live_entry(args, kwargs, key, leaves)
         staged = entry.staged
@@ -376,6 +383,7 @@ class Jitted:
         recompiles.note_trace(self.what, fun_name(self.fun), self._trace_log, self.trace_count + 1, reason)
         with trace_reads.recording() as reads:
             entry = self._stage(args, kwargs)
+        check_outputs(self.what, self.fun, _constant_outputs(entry.staged), self.output_constants)
         entry.staged.guards = trace_reads.guards_for(self.fun, reads, entry.staged.implicit)
         return entry
 
@@ -423,6 +431,7 @@ class Jitted:
         """Trace and lower for these arguments (nothing runs): the functionalized jaxpr, the boundary
         record and the StableHLO text."""
         entry = self._stage(args, kwargs)
+        check_outputs(self.what, self.fun, _constant_outputs(entry.staged), self.output_constants)
         return Lowered(self, entry, entry.fn.lower(*avals_to_structs(entry.staged.jaxpr.in_avals)), args, kwargs)
 
     def clear_cache(self) -> None:
@@ -437,6 +446,27 @@ class Jitted:
         options += f", checks={self.checks}" if self.checks is not None else ""
         n = len(self._cache)
         return f"{self.what}({fun_name(self.fun)}{options}): {n} program{'' if n == 1 else 's'} cached"
+
+
+def _constant_outputs(staged: Staged) -> list[tuple[str, Any]]:
+    """The outputs of `staged` that are no values of the program (returned as the trace saw them), with their names."""
+    meta = staged.meta
+    return [(name, spec.value) for spec, name in zip(meta.outputs, meta.output_names, strict=True)
+            if spec.kind is OutKind.CONST]
+
+
+def check_outputs(what: str, fun: Callable, outputs: list[tuple[str, Any]], constants: tuple[type, ...] = ()) -> None:
+    """Refuse an output (`(name, value)`) that is neither a tensor nor a number (nor one of `constants`), as `jax.jit`
+    does: another object would be returned as the first trace saw it at every call (stale, or holding the trace's
+    tensors)."""
+    for name, value in outputs:
+        if not isinstance(value, (Tensor, numbers.Number, np.ndarray, jax.Array, *constants)):
+            names = ["tensors", "numbers", *("strings" if t is str else f"{t.__name__} objects" for t in constants)]
+            kinds = f"{', '.join(names[:-1])} and {names[-1]}"
+            raise TypeError(f"{what}: {fun_name(fun)} returns {reprlib.repr(value)} of type {type(value).__name__} "
+                            f"at {name}{where()}; a compiled function returns {kinds} (pytrees of them) only. Return "
+                            f"it from outside the function (compute it before or after the call), or make what it "
+                            f"depends on a static argument (static_argnums) and build it outside")
 
 
 def _self_contained(staged: Staged) -> bool:
@@ -489,7 +519,7 @@ def recorded_call(staged: Staged, leaves: list, bind: Callable) -> Any:
     grad. What the program writes into an input that requires grad is written back as a recorded write (a `copy_` of
     the node's output: the input's graph continues through the call); into any other input, as a value."""
     meta = staged.meta
-    bases = [_operand(graph_base(boundary.group_base(g, leaves)), g) for g in meta.groups]
+    bases = [_operand(boundary.graph_snapshot(boundary.group_base(g, leaves)), g) for g in meta.groups]
     by_slot = dict(zip(meta.layout, bind(*bases), strict=True))
     new_bases = []
     for g in meta.mutated:
@@ -497,20 +527,6 @@ def recorded_call(staged: Staged, leaves: list, bind: Callable) -> Any:
         recorded = graph.requires_grad(boundary.group_base(meta.groups[g], leaves)) and graph.requires_grad(value)
         new_bases.append(value if recorded else read(value))
     return boundary.apply(meta, leaves, new_bases, [by_slot[(Slot.BASE, k)] for k in range(meta.n_bases)])
-
-
-def graph_base(x):
-    """A snapshot of eager `x` (see `boundary.snapshot`) that carries its place in the autograd graph: the same
-    node when `x` views all of its storage, else a recorded copy."""
-    if not graph.requires_grad(x) and not (isinstance(x, Tensor) and graph.joins_graph(x)):
-        return boundary.snapshot(x)
-    if x._chain:
-        return x.clone()
-    t = Tensor._wrap(x._storage.base, owned=False)
-    t._storage.grad_node, t._storage.grad_index = x._storage.grad_node, x._storage.grad_index
-    graph.start_recording(t, graph.NONLEAF)
-    t._strides, t._offset = x._strides, x._offset
-    return t
 
 
 def _operand(base, group):

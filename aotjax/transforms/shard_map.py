@@ -23,6 +23,7 @@ import jax
 from jax.sharding import Mesh, PartitionSpec
 
 from aotjax.core.errors import UnsupportedError
+from aotjax.core.source_info import where
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.distributed.collectives import mesh_axes
 from aotjax.ops.distributed.shard_map import block_aval, shard_map_p, spec_axes
@@ -30,6 +31,7 @@ from aotjax.ops.shape.clone import clone
 from aotjax.runtime import boundary
 from aotjax.runtime.boundary import Slot
 from aotjax.tensor import Tensor
+from aotjax.transforms.argnums import fun_name
 from aotjax.transforms.checkpoint import _closure_convert
 from aotjax.transforms.functionalize import stage_functionalized
 from aotjax.transforms.passes import run_pass
@@ -81,19 +83,29 @@ def _is_spec(s) -> bool:
     return s is None or isinstance(s, PartitionSpec)
 
 
+class _Repeated:
+    """One spec standing for every leaf of a subtree (a pytree leaf of its own: a list would be a pytree node)."""
+
+    def __init__(self, specs: list):
+        self.specs = specs
+
+
 def _flat_specs(specs, tree, what: str, mesh: Mesh) -> list[PartitionSpec]:
     """One `PartitionSpec` per leaf of `tree`, from `specs` (a spec, or a pytree prefix of `tree`)."""
     if _is_spec(specs):
         flat = [specs] * len(jax.tree_util.tree_leaves(tree))
     else:
         try:
-            per = jax.tree_util.tree_map(lambda s, sub: [s] * len(jax.tree_util.tree_leaves(sub)), specs, tree,
-                                         is_leaf=_is_spec)
-        except (ValueError, TypeError) as e:
-            raise ValueError(f"shard_map: {what} must be a PartitionSpec or a pytree prefix of the "
-                             f"{'arguments' if what == 'in_specs' else 'outputs'} with a PartitionSpec at each leaf "
-                             f"({e})") from None
-        flat = [s for group in jax.tree_util.tree_leaves(per, is_leaf=lambda x: isinstance(x, list)) for s in group]
+            per = jax.tree_util.tree_map(lambda s, sub: _Repeated([s] * len(jax.tree_util.tree_leaves(sub))), specs,
+                                         tree, is_leaf=_is_spec)
+        except (ValueError, TypeError):
+            of = "arguments" if what == "in_specs" else "outputs"
+            raise ValueError(f"shard_map: {what} must be a PartitionSpec or a pytree prefix of the {of} with a "
+                             f"PartitionSpec at each leaf; {what} has the structure "
+                             f"{jax.tree_util.tree_structure(specs, is_leaf=_is_spec)}, the {of} "
+                             f"{jax.tree_util.tree_structure(tree)}{where()}") from None
+        flat = [s for group in jax.tree_util.tree_leaves(per, is_leaf=lambda x: isinstance(x, _Repeated))
+                for s in group.specs]
     flat = [_REPLICATED if s is None else s for s in flat]
     for s in flat:
         if not isinstance(s, PartitionSpec):
@@ -111,6 +123,22 @@ def _flat_specs(specs, tree, what: str, mesh: Mesh) -> list[PartitionSpec]:
     return flat
 
 
+def _entries(tree) -> int | None:
+    """How many entries the pytree structure `tree` has if it is a tuple or list, else None."""
+    if jax.tree_util.treedef_is_leaf(tree):
+        return None
+    is_sequence = type(jax.tree_util.tree_unflatten(tree, [0] * tree.num_leaves)) in (tuple, list)
+    return len(tree.children()) if is_sequence else None
+
+
+def _describe_tree(tree) -> str:
+    """`a tuple of 2 outputs`, `one output`: what a function returned, by its pytree structure."""
+    if jax.tree_util.treedef_is_leaf(tree):
+        return "one output" if tree.num_leaves == 1 else "no output"
+    kind = type(jax.tree_util.tree_unflatten(tree, [0] * tree.num_leaves)).__name__
+    return f"a {kind} of {len(tree.children())} ({tree})"
+
+
 def _stand_in(x: Tensor, spec: PartitionSpec, mesh: Mesh, name: str) -> Tensor:
     """A tensor of `x`'s block shape for tracing the body (its data is never read: no memory is taken)."""
     aval = block_aval(x.aval, spec, mesh, f"argument {name}")
@@ -122,6 +150,14 @@ def _stand_in(x: Tensor, spec: PartitionSpec, mesh: Mesh, name: str) -> Tensor:
 def _call(f: Callable, mesh: Mesh, in_specs, out_specs, check_vma: bool, args: tuple):
     leaves, in_tree = jax.tree_util.tree_flatten(args)
     leaves = [x if isinstance(x, Tensor) else as_tensor(x) for x in leaves]
+    if isinstance(in_specs, list):
+        in_specs = tuple(in_specs)
+    if isinstance(in_specs, tuple) and not _is_spec(in_specs) and len(in_specs) != len(args):
+        raise ValueError(f"shard_map: in_specs must be a PartitionSpec or a pytree prefix of the arguments: "
+                         f"{fun_name(f)} is called with {len(args)} argument{'' if len(args) == 1 else 's'} but "
+                         f"in_specs has {len(in_specs)} entr{'y' if len(in_specs) == 1 else 'ies'} {in_specs}"
+                         f"{where()}; give one PartitionSpec (or a pytree prefix of the argument) per argument, or "
+                         f"one PartitionSpec for all of them")
     specs = _flat_specs(in_specs, args, "in_specs", mesh)
     names = [f"args{jax.tree_util.keystr(p)}" for p, _ in jax.tree_util.tree_flatten_with_path(args)[0]]
     stand_ins: dict[int, tuple[Tensor, PartitionSpec]] = {}
@@ -160,6 +196,11 @@ def _call(f: Callable, mesh: Mesh, in_specs, out_specs, check_vma: bool, args: t
     all_leaves = [*leaves, *staged.implicit]
     group_specs = [specs[g.leaves[0][0]] if g.leaves[0][0] < n_explicit else _REPLICATED for g in meta.groups]
     consts, jaxpr = _closure_convert(staged.jaxpr)
+    if isinstance(out_specs, (tuple, list)) and not _is_spec(out_specs) and _entries(meta.out_tree) != len(out_specs):
+        raise ValueError(f"shard_map: out_specs must be a PartitionSpec or a pytree prefix of the outputs: it has "
+                         f"{len(out_specs)} entr{'y' if len(out_specs) == 1 else 'ies'} {out_specs}, but {fun_name(f)} "
+                         f"returns {_describe_tree(meta.out_tree)}{where()}; give one PartitionSpec per output (a "
+                         f"pytree prefix of the outputs), or one PartitionSpec for all")
     flat_out = _flat_specs(out_specs, jax.tree_util.tree_unflatten(meta.out_tree, list(range(len(meta.outputs)))),
                            "out_specs", mesh)
     base_spec = {spec.index: s for spec, s in zip(meta.outputs, flat_out, strict=True)}

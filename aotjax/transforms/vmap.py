@@ -14,6 +14,7 @@ import functools
 from typing import Any, Callable
 
 import jax
+import numpy as np
 
 from aotjax.autograd import graph
 from aotjax.core import views
@@ -30,23 +31,31 @@ __all__ = ["vmap"]
 _RANDOMNESS = ("error", "same", "different")
 
 
-def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: str | None = None,
+class _DefaultAxis(int):
+    """The default `in_axes`/`out_axes`, 0: an int, told apart from a 0 the caller passed (which conflicts with
+    PyTorch's `in_dims`/`out_dims`)."""
+
+
+_AXIS0 = _DefaultAxis(0)
+
+
+def vmap(f: Callable, in_axes: Any = _AXIS0, out_axes: Any = _AXIS0, axis_name: str | None = None,
          axis_size: int | None = None, *, randomness: str = "error", chunk_size: int | None = None,
          in_dims: Any = None, out_dims: Any = None) -> Callable:
     """`f` mapped over axis `in_axes` of its arguments, its outputs stacked at `out_axes`.
 
     `in_axes` is an int, None (the argument is the same for every example), or a pytree prefix of the
     positional arguments (a tuple with one entry per argument, each an int, None or a subtree); axes may be
-    negative. `out_axes` is likewise a prefix of the output. `axis_size` gives the batch size when no argument
-    is batched. PyTorch's keywords `in_dims`/`out_dims` are accepted for `in_axes`/`out_axes`.
+    negative. `out_axes` is likewise a prefix of the output (for a single tensor output, a 1-tuple is taken too, as
+    PyTorch's vmap takes it). `axis_size` gives the batch size when no argument is batched. PyTorch's keywords
+    `in_dims`/`out_dims` are accepted for `in_axes`/`out_axes` (not both of a pair).
 
     >>> aotjax.vmap(lambda x, y: x @ y, in_axes=(0, None))(aotjax.ones(3, 2), aotjax.ones(2))
     tensor([2., 2., 2.])
     """
-    if in_dims is not None:
-        in_axes = in_dims
-    if out_dims is not None:
-        out_axes = out_dims
+    in_axes = _torch_name(in_axes, in_dims, "in_axes", "in_dims")
+    out_axes = _torch_name(out_axes, out_dims, "out_axes", "out_dims")
+    _check_out_axes(out_axes)
     if randomness not in _RANDOMNESS:
         raise ValueError(f"vmap: randomness must be one of {', '.join(map(repr, _RANDOMNESS))}, got {randomness!r}")
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
@@ -62,6 +71,25 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: str | None
         return _call(f, args, in_axes, out_axes, BatchAxis(axis_size, axis_name, randomness), chunk_size)
 
     return batched
+
+
+def _torch_name(axes: Any, dims: Any, name: str, torch_name: str) -> Any:
+    """JAX's `in_axes` (`out_axes`), or PyTorch's `in_dims` (`out_dims`) for it; both given is an error."""
+    if dims is None:
+        return axes
+    if axes is not _AXIS0:
+        raise TypeError(f"vmap: got both {name}={axes!r} and {torch_name}={dims!r}{where()}; {torch_name} is "
+                        f"PyTorch's name for {name}: pass one of them")
+    return dims
+
+
+def _check_out_axes(out_axes: Any) -> None:
+    """Each leaf of `out_axes` is an int (None is a pytree node with no leaves: no axis)."""
+    for path, ax in jax.tree_util.tree_flatten_with_path(out_axes)[0]:
+        if not isinstance(ax, (int, np.integer)) or isinstance(ax, bool):
+            at = f" at {jax.tree_util.keystr(path)}" if path else ""
+            raise TypeError(f"vmap: out_axes must be an int, None, or a pytree prefix of the output holding them, "
+                            f"got {ax!r}{at}{where()}")
 
 
 def _call(f: Callable, args: tuple, in_axes: Any, out_axes: Any, axis: BatchAxis, chunk_size: int | None):
@@ -276,6 +304,10 @@ def _flat_out_axes(out_axes: Any, out_tree, out_paths: list[str]) -> list:
         return [out_axes] * out_tree.num_leaves
     if isinstance(out_axes, list):
         out_axes = tuple(out_axes)
+    if (jax.tree_util.treedef_is_leaf(out_tree) and out_tree.num_leaves == 1 and isinstance(out_axes, tuple)
+            and len(out_axes) == 1
+            and (out_axes[0] is None or isinstance(out_axes[0], int))):
+        return [out_axes[0]]  # NOTE: PyTorch's vmap takes a 1-tuple for a single (non-tuple) output
     outs = jax.tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
     return _broadcast_prefix(out_axes, outs, "out_axes", "the output")
 
@@ -292,8 +324,11 @@ def _broadcast_prefix(prefix: Any, tree: Any, what: str, of: str) -> list:
     try:
         expanded = jax.tree_util.tree_map(lambda ax, sub: _Repeated(ax, len(jax.tree_util.tree_leaves(sub))),
                                           prefix, tree, is_leaf=lambda a: a is None)
-    except ValueError as e:
-        raise ValueError(f"vmap: {what} {prefix!r} is not a pytree prefix of {of}{where()}: {e}") from None
+    except ValueError:
+        axes = jax.tree_util.tree_structure(prefix, is_leaf=lambda a: a is None)
+        raise ValueError(f"vmap: {what} {prefix!r} is not a pytree prefix of {of}{where()}: {what} has the "
+                         f"structure {axes}, {of} {jax.tree_util.tree_structure(tree)}; give an axis (or None) "
+                         f"for each of them, or for a subtree of them") from None
     return [ax for r in jax.tree_util.tree_leaves(expanded, is_leaf=lambda a: isinstance(a, _Repeated))
             for ax in r.axes]
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import aotjax
-from tests.helpers import FLOAT, INT, X64
+from tests.helpers import FLOAT, INT, X64, dtype_in_mode, run_on
 
 TOL = 1e-9 if X64 else 1e-5
 NAN = float("nan")
@@ -97,23 +97,11 @@ CASES = {
 }
 
 
-def _run(m, fn, arrays):
-    args = [torch.tensor(a) if m is torch else aotjax.tensor(a) for a in arrays]
-    return fn(m, *args)
-
-
-def _expected_dtype(t: torch.dtype) -> np.dtype:
-    d = np.dtype(str(t).removeprefix("torch."))
-    if d == np.int64:
-        return INT
-    return np.dtype(np.float32) if d == np.float64 and not X64 else d
-
-
 def _assert_matches(out, ref, how):
     if isinstance(ref, torch.Tensor):
         assert isinstance(out, aotjax.Tensor), f"{how}: got {type(out).__name__}"
         assert tuple(out.shape) == tuple(ref.shape), f"{how}: shape {out.shape} != torch's {tuple(ref.shape)}"
-        assert out.dtype == _expected_dtype(ref.dtype), f"{how}: dtype {out.dtype} != torch's {ref.dtype}"
+        assert out.dtype == dtype_in_mode(ref.dtype), f"{how}: dtype {out.dtype} != torch's {ref.dtype}"
         tol = TOL if out.dtype == np.float64 else 1e-5
         np.testing.assert_allclose(np.asarray(out, np.float64), ref.detach().double().numpy(), rtol=tol, atol=tol,
                                    err_msg=how)
@@ -128,15 +116,15 @@ def test_edge_case_matches_torch(name):
     fn, samples, flags = CASES[name]
     for k, arrays in enumerate(samples):
         try:
-            ref = _run(torch, fn, arrays)
+            ref = run_on(torch, fn, arrays)
         except (RuntimeError, IndexError, TypeError, ValueError):
             with pytest.raises((RuntimeError, IndexError, TypeError, ValueError)):
-                _run(aotjax, fn, arrays)
+                run_on(aotjax, fn, arrays)
             continue
-        _assert_matches(_run(aotjax, fn, arrays), ref, f"{name} sample {k}")
+        _assert_matches(run_on(aotjax, fn, arrays), ref, f"{name} sample {k}")
     if "jit" in flags:
         args = [aotjax.tensor(a) for a in samples[0]]
-        _assert_matches(aotjax.jit(lambda *xs: fn(aotjax, *xs))(*args), _run(torch, fn, samples[0]), f"{name} jit")
+        _assert_matches(aotjax.jit(lambda *xs: fn(aotjax, *xs))(*args), run_on(torch, fn, samples[0]), f"{name} jit")
     if "vjp" in flags:
         _check_vjp(name, fn, samples[0])
 
@@ -165,3 +153,14 @@ def _check_vjp(name, fn, arrays):
         expected = np.zeros(arrays[i].shape) if tg is None else tg.double().numpy()
         np.testing.assert_allclose(np.asarray(g, np.float64), expected, rtol=TOL, atol=TOL,
                                    err_msg=f"{name}: vjp of input {i}")
+
+
+def test_tensor_where_is_torch_s_method_form():
+    # x.where(condition, y) is where(condition, x, y), broadcasting, y a tensor or a number
+    for lib in (aotjax, torch):
+        x = lib.tensor([[1.0, -2.0], [3.0, -4.0]])
+        got = x.where(x > 0, lib.tensor([10.0, 20.0])), x.where(lib.tensor([True, False]), 0.5)
+        if lib is aotjax:
+            ours = got
+    for a, b in zip(ours, got, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())

@@ -25,6 +25,8 @@ from aotjax.nn.modules.pooling import (
     AvgPool2d,
     AvgPool3d,
     Flatten,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
@@ -54,6 +56,7 @@ __all__ = ["Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "BatchNorm
            "Upsample", "ZeroPad2d"]
 __all__ += _NONLINEARITY + _LOSS + _GROUPNORM + ["EmbeddingBag"]
 __all__ += ["Bilinear", "ChannelShuffle", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]
 __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]

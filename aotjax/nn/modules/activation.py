@@ -2,22 +2,19 @@
 `torch.nn`'s."""
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
 
-from aotjax.core.errors import ShapeError
 from aotjax.core.source_info import where
 from aotjax.nn import init
 from aotjax.nn.module import Module
 from aotjax.nn.modules.linear import Linear
 from aotjax.nn.parameter import Parameter
 from aotjax.ops.creation.factories import empty, zeros
-from aotjax.ops.linalg.matmul import linear
 from aotjax.ops.math.elementwise import gelu, relu, relu_, sigmoid, silu, silu_, tanh
 from aotjax.ops.nn.activations import softmax
-from aotjax.ops.nn.normalization import dropout
+from aotjax.ops.nn.attention import multi_head_attention_forward
 
 __all__ = ["ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "MultiheadAttention"]
 
@@ -134,8 +131,9 @@ class MultiheadAttention(Module):
     `average_attn_weights=False`; None with `need_weights=False`). A bool `key_padding_mask` `[N, S]` or
     `attn_mask` `[L, S]` / `[N * num_heads, L, S]` is True where attending is NOT allowed; a float one is added
     to the scores. `is_causal` is a hint that `attn_mask` is the causal mask (which must still be given, as in
-    PyTorch). Attention dropout (training only) draws from the default generator. Keys and values of another
-    size (`kdim`, `vdim`), `add_bias_kv` and `add_zero_attn` are not supported.
+    PyTorch). Attention dropout (training only) draws from the default generator. It computes
+    `F.multi_head_attention_forward`, as torch's does. Keys and values of another size (`kdim`, `vdim`),
+    `add_bias_kv` and `add_zero_attn` are not supported.
 
     >>> mha = aotjax.nn.MultiheadAttention(8, 2, batch_first=True)
     >>> x = aotjax.ones(3, 5, 8)
@@ -186,78 +184,15 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
                 average_attn_weights: bool = True, is_causal: bool = False):
-        batched = query.ndim == 3
-        if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:
-            raise ShapeError(f"MultiheadAttention: query, key and value must all be 3-D (batched) or 2-D "
-                             f"(unbatched), got shapes {list(query.shape)}, {list(key.shape)}, "
-                             f"{list(value.shape)}{where()}")
-        if is_causal and attn_mask is None:
-            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
-                               "method `generate_square_subsequent_mask` to create this mask.")
-        if not batched:  # NOTE: one sequence: a batch of one, squeezed at the end
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:
+        swap = self.batch_first and query.ndim == 3  # NOTE: the functional form takes sequence-first inputs
+        if swap:
             query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
-        L, N, E = query.shape
-        S = key.shape[0]
-        if E != self.embed_dim or tuple(key.shape) != (S, N, E) or tuple(value.shape) != (S, N, E):
-            raise ShapeError(f"MultiheadAttention: expected queries of embed_dim {self.embed_dim} and keys and "
-                             f"values of one shape [S, N, E] matching them, got {list(query.shape)}, "
-                             f"{list(key.shape)}, {list(value.shape)} (sequence-first){where()}")
-        w, b = self.in_proj_weight, self.in_proj_bias
-        q, k, v = (linear(x, w[i * E:(i + 1) * E], None if b is None else b[i * E:(i + 1) * E])
-                   for i, x in enumerate((query, key, value)))
-        q, k, v = (self._heads(t, N) for t in (q, k, v))  # [N, H, L or S, head_dim]
-        scores = (q * math.sqrt(1.0 / self.head_dim)) @ k.transpose(-2, -1)
-        mask = self._mask(attn_mask, key_padding_mask, N, L, S, batched, scores.dtype)
-        if mask is not None:
-            scores = scores + mask
-        weights = softmax(scores, -1)
-        if self.training and self.dropout > 0.0:
-            weights = dropout(weights, self.dropout)
-        out = (weights @ v).permute(2, 0, 1, 3).reshape(L, N, E)
-        out = self.out_proj(out)
-        if not batched:
-            out = out.squeeze(1)
-        elif self.batch_first:
-            out = out.transpose(0, 1)
-        if not need_weights:
-            return out, None
-        if average_attn_weights:
-            weights = weights.mean(1)
-        return out, (weights if batched else weights.squeeze(0))
-
-    def _heads(self, x, N: int):
-        """`[T, N, E]` to `[N, num_heads, T, head_dim]`."""
-        return x.reshape(x.shape[0], N, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
-
-    def _mask(self, attn_mask, key_padding_mask, N: int, L: int, S: int, batched: bool, dtype):
-        """The additive mask for scores of shape `[N, H, L, S]` (None if there is none)."""
-        mask = None
-        if attn_mask is not None:
-            attn_mask = _additive(attn_mask, dtype)
-            if attn_mask.ndim == 2:
-                if tuple(attn_mask.shape) != (L, S):
-                    raise RuntimeError(f"The shape of the 2D attn_mask is {list(attn_mask.shape)}, but should be "
-                                       f"{[L, S]}.")
-            elif attn_mask.ndim == 3:
-                heads = N * self.num_heads if batched else self.num_heads
-                if tuple(attn_mask.shape) != (heads, L, S):
-                    raise RuntimeError(f"The shape of the 3D attn_mask is {list(attn_mask.shape)}, but should be "
-                                       f"{[heads, L, S]}.")
-                attn_mask = attn_mask.reshape(N, self.num_heads, L, S)
-            else:
-                raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
-            mask = attn_mask
-        if key_padding_mask is not None:
-            if tuple(key_padding_mask.shape) != (N, S):
-                raise RuntimeError(f"expected key_padding_mask of shape {[N, S] if batched else [S]}, got "
-                                   f"{list(key_padding_mask.shape if batched else key_padding_mask.shape[1:])}")
-            padding = _additive(key_padding_mask, dtype).reshape(N, 1, 1, S)
-            mask = padding if mask is None else mask + padding
-        return mask
+        out, weights = multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.bias_k,
+            self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
+            training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
+            attn_mask=attn_mask, average_attn_weights=average_attn_weights, is_causal=is_causal)
+        return (out.transpose(0, 1) if swap else out), weights
 
     def extra_repr(self) -> str:
         return ""

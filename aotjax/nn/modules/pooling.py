@@ -1,5 +1,6 @@
 """Pooling and reshaping layers, as `torch.nn`'s: `MaxPool1d/2d/3d`, `AvgPool1d/2d/3d`,
-`AdaptiveAvgPool1d/2d/3d`, `AdaptiveMaxPool1d/2d/3d`, `Flatten`, `Unflatten`, `Upsample`, `ZeroPad2d`."""
+`AdaptiveAvgPool1d/2d/3d`, `AdaptiveMaxPool1d/2d/3d`, `FractionalMaxPool2d/3d`, `MaxUnpool1d/2d/3d`, `Flatten`,
+`Unflatten`, `Upsample`, `ZeroPad2d`."""
 from __future__ import annotations
 
 from aotjax.nn.module import Module
@@ -9,7 +10,7 @@ from aotjax.ops.nn.resampling import interpolate, pad
 __all__ = ["MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d",
            "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Flatten", "Unflatten", "Upsample",
-           "ZeroPad2d"]
+           "ZeroPad2d", "FractionalMaxPool2d", "FractionalMaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -333,3 +334,51 @@ class MaxUnpool3d(_MaxUnpool):
     """
 
     _fn = staticmethod(P.max_unpool3d)
+
+
+class _FractionalMaxPoolNd(Module):
+    _fn = None
+    _n = 0
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices: bool = False,
+                 _random_samples=None):
+        super().__init__()
+        name, n = type(self).__name__, type(self)._n
+        self.kernel_size = tuple(kernel_size) if isinstance(kernel_size, (tuple, list)) else (kernel_size,) * n
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = None if output_size is None else (
+            tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * n)
+        self.output_ratio = None if output_ratio is None else (
+            tuple(output_ratio) if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * n)
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return type(self)._fn(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                              _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """`F.fractional_max_pool2d` as a layer, as `torch.nn.FractionalMaxPool2d`: without `_random_samples` each
+    call draws new windows from the default generator.
+
+    >>> aotjax.nn.FractionalMaxPool2d(3, output_ratio=0.5)(aotjax.ones(1, 2, 10, 8)).shape
+    (1, 2, 5, 4)
+    """
+
+    _fn, _n = staticmethod(P.fractional_max_pool2d), 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """`F.fractional_max_pool3d` as a layer, as `torch.nn.FractionalMaxPool3d`.
+
+    >>> aotjax.nn.FractionalMaxPool3d(2, output_size=(2, 3, 3))(aotjax.ones(1, 1, 5, 6, 6)).shape
+    (1, 1, 2, 3, 3)
+    """
+
+    _fn, _n = staticmethod(P.fractional_max_pool3d), 3

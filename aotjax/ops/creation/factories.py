@@ -6,7 +6,8 @@ records it, so every interpreter gives the result those strides.
 
 Compositions of them: the `Tensor.new_*` factories (`new_zeros new_ones new_full new_empty new_tensor`, the dtype of
 `self` by default), `logspace`, `tril_indices`, `triu_indices`, `scalar_tensor` and `empty_strided` (contiguous
-strides only: XLA arrays have no strides of their own); and placement (`device_put`)."""
+strides only: XLA arrays have no strides of their own), `linspace` with traced ends (an `arange` and elementwise
+ops); and placement (`device_put`)."""
 from __future__ import annotations
 
 import math
@@ -278,14 +279,18 @@ def arange(start, end=None, step=1, dtype=None, device=None) -> Tensor:
 
 
 # -- linspace --------------------------------------------------------------------------------------
-def _linspace_lower(*, start, end, steps, dtype):
-    acc = _accumulation_dtype()
-    i = lax.iota(acc, steps)
-    delta = (end - start) / (steps - 1) if steps > 1 else 0.0
-    # NOTE: PyTorch fills the first half from `start` and the second from `end`, so both ends are exact.
+def _linspace_values(start, end, delta, steps: int, i, select):
+    """PyTorch's values at the indices `i` (0 to `steps - 1`, in the computing dtype), `delta` apart: the first half
+    counted from `start` and the second from `end`, so that both ends are exact. `select` is `where` for `i`'s kind
+    of array."""
     half = steps // 2 if steps > 1 else 1
-    vals = jnp.where(i < half, start + delta * i, end - delta * (steps - 1 - i))
-    return vals.astype(dtype)
+    return select(i < half, start + delta * i, end - delta * (steps - 1 - i))
+
+
+def _linspace_lower(*, start, end, steps, dtype):
+    delta = (end - start) / (steps - 1) if steps > 1 else 0.0
+    i = lax.iota(_accumulation_dtype(), steps)
+    return _linspace_values(start, end, delta, steps, i, jnp.where).astype(dtype)
 
 
 linspace_p = standard_primitive(
@@ -294,18 +299,53 @@ linspace_p = standard_primitive(
 defjvp_zero(linspace_p)
 
 
+def _linspace_traced(start, end, steps: int, dtype) -> Tensor:
+    """`linspace` with traced 0-d tensor ends: the same values, composed of tensor ops on their values (`detach`ed:
+    torch reads the ends as numbers, so the result has no derivative in them)."""
+    acc = _accumulation_dtype()
+    start, end = (convert(v.detach(), acc) if isinstance(v, Tensor) else v for v in (start, end))
+    span = end - start
+    # NOTE: a divisor XLA cannot turn into a product by its reciprocal, which is an ulp off torch's step (and an
+    # integer dtype's truncation makes that a 1)
+    delta = span / (span * 0 + (steps - 1)) if steps > 1 else 0.0
+    i = arange_p.bind(start=0.0, end=float(steps), step=1.0, dtype=acc)
+    return convert(_linspace_values(start, end, delta, steps, i, lambda c, x, y: x.where(c, y)), dtype)
+
+
+def _linspace_end(op: str, v, dtype):
+    """A `linspace`/`logspace` end: a number, or a traced 0-d tensor kept as it is; an integer `dtype` truncates it
+    (torch converts the ends to `dtype` first)."""
+    if isinstance(v, Tensor) and v.ndim != 0:
+        raise ShapeError(f"{op}: expected start and end to be numbers or 0-d tensors, got {v.aval.str_short()}"
+                         f"{where()}")
+    if not isinstance(v, Tracer):
+        v = float(_python_scalar(op, v).real)
+        return float(math.trunc(v)) if category(dtype) == 1 and math.isfinite(v) else v
+    if category(v.dtype) == 3:
+        v = v.real
+    return v.trunc() if category(dtype) == 1 and category(v.dtype) == 2 else v
+
+
 @factory
 def linspace(start, end, steps, dtype=None, device=None) -> Tensor:
-    """`steps` evenly spaced values from `start` to `end`, both included (float32 unless `dtype`).
+    """`steps` evenly spaced values from `start` to `end`, both included (float32 unless `dtype`). The ends are
+    numbers or 0-d tensors, traced ones too (the result's shape depends on `steps` only); as torch, the result has
+    no derivative in them, and an integer `dtype` truncates them first.
 
     >>> aotjax.linspace(0, 1, 5)
     tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    >>> aotjax.jit(lambda end: aotjax.linspace(0, end, 3))(aotjax.tensor(4.0))
+    tensor([0., 2., 4.])
     """
-    start, end = (float(_python_scalar("linspace", v).real) for v in (start, end))
     steps = _python_scalar("linspace", steps)
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
         raise ValueError(f"linspace: steps must be a non-negative int, got {steps!r}{where()}")
-    out = linspace_p.bind(start=start, end=end, steps=steps, dtype=_dtype("linspace", dtype, default_float_dtype()))
+    dt = _dtype("linspace", dtype, default_float_dtype())
+    start, end = (_linspace_end("linspace", v, dt) for v in (start, end))
+    if isinstance(start, Tracer) or isinstance(end, Tracer):
+        out = _linspace_traced(start, end, steps, dt)
+    else:
+        out = linspace_p.bind(start=start, end=end, steps=steps, dtype=dt)
     return place(out, to_device(device, "linspace"))
 
 
@@ -405,7 +445,8 @@ for _fn in (new_zeros, new_ones, new_empty, new_full, new_tensor):
 @factory
 def logspace(start, end, steps, base=10.0, dtype=None) -> Tensor:
     """`steps` values from `base ** start` to `base ** end`, their exponents evenly spaced (float32 unless
-    `dtype`), as `torch.logspace`. Computed in the widest float, then rounded to `dtype`.
+    `dtype`), as `torch.logspace`. Computed in the widest float, then rounded to `dtype`. The ends are numbers or
+    0-d tensors, traced ones too, as `linspace`'s.
 
     >>> aotjax.logspace(0, 2, 3)
     tensor([  1.,  10., 100.])
@@ -416,6 +457,9 @@ def logspace(start, end, steps, base=10.0, dtype=None) -> Tensor:
     base = _python_scalar("logspace", base)
     if isinstance(base, complex):
         raise TypeError(f"logspace: a complex base is not supported, got {base!r}{where()}")
+    steps = _python_scalar("logspace", steps)
+    ends_dtype = dt if steps != 1 else _accumulation_dtype()  # NOTE: torch converts the ends to `dtype`, but for 1
+    start, end = (_linspace_end("logspace", v, ends_dtype) for v in (start, end))
     exponents = linspace(start, end, steps, dtype=_accumulation_dtype())
     return convert(float(base) ** exponents, dt)
 

@@ -5,8 +5,9 @@ to complex, over any dims), `rfft` (real to half-spectrum), `irfft` (half-spectr
 dim). Each computes what its `jax.numpy.fft` function computes; its jvp, transpose and batching are JAX's own, so the
 derivatives follow JAX's convention for complex values (see `aotjax.ops.math.complex`): for a real leaf they are
 PyTorch's. The torch functions (`fft2`, `fftn`, `irfft2`, ...) pick the sizes `s` (zero-padding or trimming the
-input, as torch does) and the dims; `fftfreq`, `rfftfreq`, `fftshift`, `ifftshift`, `stft` and `istft` are
-compositions. Integer inputs are converted to float32 first, as in torch.
+input, as torch does) and the dims; `hfft2`, `hfftn`, `ihfft2`, `ihfftn` (`irfft`/`rfft` of the conjugate),
+`fftfreq`, `rfftfreq`, `fftshift`, `ifftshift`, `stft` and `istft` are compositions. Integer inputs are converted
+to float32 first, as in torch.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from aotjax.ops.base.promotion import category, default_float_dtype, default_int
 from aotjax.ops.creation.factories import ones, zeros
 from aotjax.ops.indexing.subscripts import index_add
 from aotjax.ops.math import elementwise as ew
-from aotjax.ops.math.complex import complex_dtype, real
+from aotjax.ops.math.complex import complex_dtype, conj_physical, real
 from aotjax.ops.nn.resampling import pad
 from aotjax.ops.shape.copies import roll
 from aotjax.ops.shape.views import movedim, reshape, transpose
@@ -34,7 +35,7 @@ from aotjax.tensor import is_eager, method
 __all__ = ["stft", "istft"]
 # NOTE: what `aotjax.fft` exports (torch.fft's names)
 FFT = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfft",
-       "ihfft", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+       "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
 
 def _fft_flops(in_avals, out_avals, **params) -> float:
@@ -286,6 +287,61 @@ def ihfft(input, n=None, dim: int = -1, norm=None):
     n = x.shape[d] if n is None else int(n)
     _check_points("ihfft", (n,))
     return ihfft_p.bind(x, n=n, dim=d, norm=_norm("ihfft", norm), chain=())
+
+
+# NOTE: the n-dim Hermitian transforms are the real ones of the conjugate, scaled the other way: hfftn(x) is
+# irfftn(conj(x)) normalized as a forward transform, ihfftn(x) is conj(rfftn(x)) normalized as an inverse one.
+_SWAPPED = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+def _hermitian_c2r(op: str, x, s, dim, norm, default_dims):
+    x = conj_physical(_operand(op, x, to_complex=True))
+    return _c2r(op, x, s, dim, _SWAPPED[_norm(op, norm)], default_dims)
+
+
+def _hermitian_r2c(op: str, x, s, dim, norm, default_dims):
+    return conj_physical(_r2c(op, x, s, dim, _SWAPPED[_norm(op, norm)], default_dims))
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None):
+    """`hfft` over two dims (default: the last two): the real Fourier transform of a signal Hermitian-symmetric
+    in the last of them, given by its first half (`s[-1]` defaults to `2 * (m - 1)`), as `torch.fft.hfft2`.
+
+    >>> aotjax.fft.hfft2(aotjax.tensor([[1 + 0j, 0j], [0j, 0j]]))
+    tensor([[1., 1.],
+            [1., 1.]])
+    """
+    return _hermitian_c2r("hfft2", input, s, dim, norm, _last_two)
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None):
+    """The inverse of `hfft2`: the first `s[-1] // 2 + 1` points along the last dim of the inverse transform of
+    a real signal, as `torch.fft.ihfft2`.
+
+    >>> aotjax.fft.ihfft2(aotjax.ones(2, 2))
+    tensor([[1.-0.j, 0.-0.j],
+            [0.-0.j, 0.-0.j]])
+    """
+    return _hermitian_r2c("ihfft2", input, s, dim, norm, _last_two)
+
+
+def hfftn(input, s=None, dim=None, norm=None):
+    """`hfft` over n dims (default: every dim, or the last `len(s)` ones), Hermitian-symmetric in the last, as
+    `torch.fft.hfftn`.
+
+    >>> aotjax.fft.hfftn(aotjax.tensor([[4 + 0j, 0j], [0j, 0j]])).shape
+    (2, 2)
+    """
+    return _hermitian_c2r("hfftn", input, s, dim, norm, _all_dims)
+
+
+def ihfftn(input, s=None, dim=None, norm=None):
+    """The inverse of `hfftn`, as `torch.fft.ihfftn`.
+
+    >>> aotjax.fft.ihfftn(aotjax.ones(2, 4)).shape
+    (2, 3)
+    """
+    return _hermitian_r2c("ihfftn", input, s, dim, norm, _all_dims)
 
 
 # -- frequencies and shifts --------------------------------------------------------------------------------------

@@ -408,34 +408,60 @@ def masked_select(x, mask):
     return x.expand(*shape)[mask.expand(*shape)].reshape(-1)
 
 
-def _masked_scatter(x, mask, source):
+def _masked_scatter(op: str, x, mask, source, inplace: bool):
     x, mask, source = as_tensor(x), as_tensor(mask), as_tensor(source)
-    m = mask.expand(*x.shape).reshape(-1)
+    if mask.dtype != np.bool_:
+        raise DTypeError(f"{op}: expected a bool mask, got {mask.aval.str_short()}{_where()}; make one with a "
+                         f"comparison (`x > 0`) or `.bool()`")
+    if source.dtype != x.dtype:
+        raise DTypeError(f"{op}: expected source to have self's dtype {x.dtype.name}, got {source.aval.str_short()}"
+                         f"{_where()}; convert it with `.to(self.dtype)`")
+    shape = _broadcast_shape(op, x, mask)
+    if inplace and shape != tuple(x.shape):
+        raise ShapeError(f"{op}: the mask {mask.aval.str_short()} must broadcast to self's shape {list(x.shape)} (in "
+                         f"place, self cannot grow){_where()}; use the out-of-place masked_scatter")
+    m = mask.expand(*shape).reshape(-1)
+    flat_source, flat_x = source.reshape(-1), x.expand(*shape).reshape(-1)
+    slots = None if isinstance(mask, Tracer) else np.broadcast_to(mask.numpy(), shape).sum()
+    if slots is not None and slots > flat_source.shape[0]:
+        raise ShapeError(f"{op}: the mask has {slots} True slots but source only {flat_source.shape[0]} elements"
+                         f"{_where()}")
     # NOTE: the k-th True slot (in row-major order) reads source's k-th element.
     position = convert(m, default_int_dtype()).cumsum(0) - 1
-    flat_source = source.reshape(-1)
     position = position.clamp(min=0, max=max(flat_source.shape[0] - 1, 0))
-    taken = index_p.bind(flat_source, position, dims=(0,)) if flat_source.shape[0] else x.reshape(-1)
-    return where(m, convert(taken, x.dtype), x.reshape(-1)).reshape(x.shape)
+    taken = index_p.bind(flat_source, position, dims=(0,)) if flat_source.shape[0] else flat_x
+    return where(m, taken, flat_x).reshape(shape)
+
+
+def _broadcast_shape(op: str, x, mask) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(tuple(x.shape), tuple(mask.shape)))
+    except ValueError:
+        raise ShapeError(f"{op}: the mask {mask.aval.str_short()} does not broadcast with self {x.aval.str_short()}"
+                         f"{_where()}") from None
 
 
 def masked_scatter(x, mask, source):
-    """A copy of `x` with the slots where `mask` is True filled, in order, by the elements of `source`.
+    """A copy of `x` with the slots where `mask` (a bool tensor, broadcast with `x`) is True filled, in order, by the
+    elements of `source` (of `x`'s dtype). Traced, a `source` shorter than the mask's True slots is not detected.
 
     >>> aotjax.zeros(4).masked_scatter(aotjax.tensor([True, False, True, False]), aotjax.tensor([1.0, 2.0, 3.0]))
     tensor([1., 0., 2., 0.])
+    >>> aotjax.zeros(2).masked_scatter(aotjax.tensor([[True, False], [True, True]]), aotjax.arange(4.0))
+    tensor([[0., 0.],
+            [1., 2.]])
     """
-    return _masked_scatter(x, mask, source)
+    return _masked_scatter("masked_scatter", x, mask, source, False)
 
 
 def masked_scatter_(x, mask, source):
-    """In-place `masked_scatter`.
+    """In-place `masked_scatter`: `mask` broadcasts to `x`'s shape.
 
     >>> x = aotjax.zeros(2)
     >>> x.masked_scatter_(aotjax.tensor([False, True]), aotjax.tensor([5.0]))
     tensor([0., 5.])
     """
-    return x.copy_(_masked_scatter(x, mask, source))
+    return x.copy_(_masked_scatter("masked_scatter_", x, mask, source, True))
 
 
 def argwhere(x):

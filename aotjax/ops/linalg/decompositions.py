@@ -1,18 +1,21 @@
 """`torch.linalg`: factorizations, solvers, determinants and norms over the last two dims (leading dims are
 batch dims). The factorizations and solvers are primitives made with `from_jax` (`aotjax.ops.base.from_jax`): each
 computes what its `jax.numpy.linalg`/`jax.scipy.linalg`/`jax.lax.linalg` function computes, and its derivatives,
-batching and transposes are JAX's own. The rest (`norm`, `pinv`, `lstsq`, `matrix_power`, `matrix_rank`,
-`multi_dot`, `vecdot`, `cross`, `logdet`) compose them and the elementwise ops. The public namespace is
+batching and transposes are JAX's own, where torch's convention differs made torch's inside the `jax` function (a
+symmetric gradient for symmetric input: `_as_symmetric`; `pinv(hermitian=True)`'s), and `matrix_exp` is torch's
+algorithm (a degree-18 Taylor polynomial, scaled and squared). The rest (`norm`, `pinv`, `lstsq`, `matrix_power`,
+`matrix_rank`, `multi_dot`, `vecdot`, `cross`, `logdet`) compose them and the elementwise ops. The public namespace is
 `aotjax.linalg` (torch's names); `det`, `logdet`, `slogdet`, `inverse`, `matrix_power` and `matrix_exp` are also
 `aotjax.X` and Tensor methods, as in torch. Real floating dtypes only for now: a complex input raises.
 """
 from __future__ import annotations
 
+import functools
+import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 import numpy as np
 
 from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
@@ -130,8 +133,25 @@ def _batch_broadcast(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
 
 
 # -- the primitives ---------------------------------------------------------------------------------------
+@jax.custom_jvp
+def _as_symmetric(a):
+    """`a` itself, differentiated as its symmetric part `(a + a^T) / 2`: see `_as_symmetric_jvp`."""
+    return a
+
+
+@_as_symmetric.defjvp
+def _as_symmetric_jvp(primals, tangents):
+    # NOTE: torch's convention for the factorizations of symmetric input (cholesky, eigh, eigvalsh): the value reads
+    # one triangle, but the derivative is that of a function of the symmetric matrix, so a gradient is symmetric
+    # (torch symmetrizes it; it does not mask the triangle not read). The tangent made symmetric transposes to the
+    # gradient made symmetric. The primal is `_as_symmetric(a)` again, not `a`, so that the derivatives of this rule
+    # (second derivatives) follow the same convention.
+    (a,), (t,) = primals, tangents
+    return _as_symmetric(a), (t + jnp.swapaxes(t, -1, -2)) / 2
+
+
 def _cholesky(a, *, upper):
-    lower = jnp.linalg.cholesky(a, symmetrize_input=False)
+    lower = jnp.linalg.cholesky(_as_symmetric(a), symmetrize_input=False)
     return jnp.swapaxes(lower, -1, -2) if upper else lower
 
 
@@ -142,7 +162,7 @@ def _qr(a, *, mode):
 
 
 def _eigh(a, *, UPLO):
-    return tuple(jnp.linalg.eigh(a, UPLO=UPLO, symmetrize_input=False))
+    return tuple(jnp.linalg.eigh(_as_symmetric(a), UPLO=UPLO, symmetrize_input=False))
 
 
 def _lu_factor(a):
@@ -181,6 +201,26 @@ def _solve_triangular(a, b, *, upper, unitriangular):
 
 
 def _pinv(a, *, rtol, atol, hermitian):
+    return _pinv_hermitian(a, rtol, atol) if hermitian else _pinv_of(a, rtol, atol, False)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
+def _pinv_hermitian(a, rtol, atol):
+    """torch's `pinv(hermitian=True)`: of the symmetric matrix of `a`'s lower triangle (what its `eigh` reads)."""
+    return _pinv_of(jnp.tril(a) + jnp.swapaxes(jnp.tril(a, -1), -1, -2), rtol, atol, True)
+
+
+@_pinv_hermitian.defjvp
+def _pinv_hermitian_jvp(rtol, atol, primals, tangents):
+    # NOTE: torch differentiates pinv(hermitian=True) as a pinv of `a` as given (Golub & Pereyra's derivative, of
+    # the whole of `a`, not symmetrized): dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P
+    (a,), (t,) = primals, tangents
+    p = _pinv_hermitian(a, rtol, atol)
+    pt, tt = jnp.swapaxes(p, -1, -2), jnp.swapaxes(t, -1, -2)
+    return p, -p @ t @ p + (p @ pt) @ (tt - tt @ a @ p) + (tt - p @ (a @ tt)) @ (pt @ p)
+
+
+def _pinv_of(a, rtol, atol, hermitian):
     if atol is None and rtol is None:
         rtol = float(np.finfo(a.dtype).eps) * max(a.shape[-2:])
     if atol is not None:  # NOTE: torch's threshold max(atol, rtol * s_max), as jax's rtol relative to s_max
@@ -188,6 +228,49 @@ def _pinv(a, *, rtol, atol, hermitian):
         rel = jnp.where(s_max > 0, atol / jnp.where(s_max > 0, s_max, 1), 0)
         rtol = jnp.maximum(rel, rtol or 0.0)
     return jnp.linalg.pinv(a, rtol=rtol, hermitian=hermitian)
+
+
+def _matrix_exp(a):
+    """torch's algorithm: the degree-18 Taylor polynomial of `A / 2^s`, squared `s` times, `s` the fewest halvings
+    that bring the 1-norm under theta_18 (the largest norm at which the polynomial's backward error stays under the
+    unit roundoff: Bader, Blanes & Casas, 2019), per matrix of the batch. Float16/bfloat16 compute in float32."""
+    if a.shape[-1] == 0:
+        return a
+    x = a if a.dtype.itemsize >= 4 else a.astype(jnp.float32)
+    theta = 1.090863719290036 if x.dtype == jnp.float64 else 3.010066362817634
+    norm = jnp.max(jnp.sum(jnp.abs(x), axis=-2), axis=-1)
+    s = jax.lax.stop_gradient(jnp.maximum(jnp.ceil(jnp.log2(norm / theta)), 0))
+    r = _taylor_18(x * (0.5 ** s)[..., None, None])
+    s_max = jnp.max(s, initial=0)
+
+    def square(r, i):  # NOTE: a scan (not a while loop) so that reverse mode can transpose it
+        def step(r):
+            return jnp.where((i < s)[..., None, None], _dot(r, r), r)
+        return jax.lax.cond(i < s_max, step, lambda r: r, r), None
+    r, _ = jax.lax.scan(square, r, jnp.arange(_MAX_SQUARINGS, dtype=s.dtype))
+    return jnp.where((s > _MAX_SQUARINGS)[..., None, None], jnp.nan, r).astype(a.dtype)
+
+
+_MAX_SQUARINGS = 64  # NOTE: a 1-norm past theta_18 * 2^64 (~5e19) gives NaNs, as jax's expm does past 2^16
+
+
+def _dot(a, b):
+    return jnp.matmul(a, b, precision=jax.lax.Precision.HIGHEST)
+
+
+def _taylor_18(x):
+    """`sum_{k <= 18} x^k / k!` by Paterson-Stockmeyer: powers up to x^4, then Horner's rule in x^4 (7 products)."""
+    eye = jnp.eye(x.shape[-1], dtype=x.dtype)
+    powers = [eye, x, _dot(x, x)]
+    powers.append(_dot(powers[2], x))
+    x4 = _dot(powers[2], powers[2])
+
+    def block(j):  # the terms k = 4j .. 4j + 3 over x^(4j)
+        return sum(powers[i] * (1 / math.factorial(4 * j + i)) for i in range(4) if 4 * j + i <= 18)
+    out = block(4)
+    for j in (3, 2, 1, 0):
+        out = block(j) + _dot(x4, out)
+    return out
 
 
 def _vector_norm(x, *, ord, axis, keepdims):
@@ -241,7 +324,7 @@ solve_triangular_p = from_jax("solve_triangular", _solve_triangular)
 lu_factor_p = from_jax("lu_factor", _lu_factor, multiple_results=True)
 lu_p = from_jax("lu", _lu, multiple_results=True)
 lu_solve_p = from_jax("lu_solve", _lu_solve)
-matrix_exp_p = from_jax("matrix_exp", lambda a: jsl.expm(a))
+matrix_exp_p = from_jax("matrix_exp", _matrix_exp)
 pinv_p = from_jax("pinv", _pinv)
 vector_norm_p = from_jax("vector_norm", _vector_norm, flops=lambda i, o, **p: float(i[0].size))
 matrix_norm_p = from_jax("matrix_norm", _matrix_norm)
@@ -250,7 +333,8 @@ matrix_norm_p = from_jax("matrix_norm", _matrix_norm)
 # -- factorizations -----------------------------------------------------------------------------------------
 def cholesky(A, *, upper=False):
     """The Cholesky factor of symmetric positive-definite matrices, as `torch.linalg.cholesky` (lower unless
-    `upper=True`; only the lower triangle of `A` is read). A matrix that is not positive-definite gives NaNs.
+    `upper=True`; only the lower triangle of `A` is read). A matrix that is not positive-definite gives NaNs. Its
+    gradient is symmetric, as torch's: that of a function of the symmetric matrix (not masked to the triangle read).
 
     >>> aotjax.linalg.cholesky(aotjax.tensor([[4.0, 2.0], [2.0, 5.0]]))
     tensor([[2., 0.],
@@ -312,7 +396,7 @@ def _uplo(op: str, UPLO) -> str:
 
 def eigh(A, UPLO="L"):
     """Eigenvalues (ascending) and eigenvectors of symmetric matrices, as `torch.linalg.eigh` (only the `UPLO`
-    triangle is read).
+    triangle is read; the gradient is symmetric, as torch's).
 
     >>> aotjax.linalg.eigh(aotjax.tensor([[2.0, 1.0], [1.0, 2.0]])).eigenvalues
     tensor([1., 3.])
@@ -494,13 +578,14 @@ def _tolerances(op: str, A: Tensor, atol, rtol, rcond=None):
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False):
     """The Moore-Penrose pseudo-inverse, as `torch.linalg.pinv` (singular values below `max(atol, rtol *
-    largest)` are treated as zero; by default `rtol = eps * max(m, n)`).
+    largest)` are treated as zero; by default `rtol = eps * max(m, n)`). With `hermitian=True` only the lower
+    triangle is read, and the derivative is still that of `A` as given (not symmetrized), as torch's.
 
     >>> aotjax.linalg.pinv(aotjax.tensor([[2.0, 0.0], [0.0, 0.0]]))
     tensor([[0.5, 0. ],
             [0. , 0. ]])
     """
-    A = _matrix("linalg.pinv", A, square=False)
+    A = _matrix("linalg.pinv", A, square=bool(hermitian))
     atol, rtol = _tolerances("linalg.pinv", A, atol, rtol)
     return pinv_p.bind(A, rtol=rtol, atol=atol, hermitian=bool(hermitian), chain=())
 

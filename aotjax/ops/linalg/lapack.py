@@ -1,13 +1,21 @@
 """torch's top-level BLAS/LAPACK functions, older than `torch.linalg`: `cholesky cholesky_solve cholesky_inverse qr
 svd lu lu_solve triangular_solve pinverse`, with torch's arguments (`upper=`, `some=`, `compute_uv=`) and result
-tuples, composed of `aotjax.linalg`'s factorizations and solvers (aotjax/ops/linalg/decompositions.py)."""
+tuples, composed of `aotjax.linalg`'s factorizations and solvers (aotjax/ops/linalg/decompositions.py); one primitive
+of its own, `cholesky_solve` (made with `from_jax`), for torch's derivative in the factor."""
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
+import jax.numpy as jnp
+
+from aotjax.core.errors import ShapeError
+from aotjax.core.source_info import where
 from aotjax.ops.base.data import as_tensor
+from aotjax.ops.base.from_jax import from_jax
 from aotjax.ops.creation import factories as creation
 from aotjax.ops.linalg import decompositions
+from aotjax.ops.linalg.decompositions import _batch_broadcast, _matrix, _same_dtype
 from aotjax.ops.shape import views
 from aotjax.ops.shape.clone import clone
 from aotjax.tensor import Tensor, method
@@ -37,19 +45,45 @@ def cholesky(A, upper: bool = False):
     return decompositions.cholesky(A, upper=upper)
 
 
+# NOTE: torch's derivative in the factor is that of `(L L^T)^-1 b` in the whole of `L` as given (its gradient
+# `-(C + C^T) L`, C = A^-1 grad X^T, is not masked to the triangle read), and so is `cholesky_inverse`'s. So a linear
+# solve (JAX's `custom_linear_solve`) whose value reads one triangle and whose derivatives, to every order, are
+# those of the product `L L^T v` (jax's own triangular solves would mask them to the triangle).
+def _cholesky_solve(b, factor, *, upper):
+    lower = jnp.swapaxes(factor, -1, -2) if upper else factor
+
+    def solve(_, b):
+        y = jax.lax.linalg.triangular_solve(lower, b, left_side=True, lower=True)
+        return jax.lax.linalg.triangular_solve(lower, y, left_side=True, lower=True, transpose_a=True)
+
+    def matvec(v):
+        return lower @ (jnp.swapaxes(lower, -1, -2) @ v)
+    return jax.lax.custom_linear_solve(matvec, b, solve, symmetric=True)
+
+
+cholesky_solve_p = from_jax("cholesky_solve", _cholesky_solve)
+
+
 def cholesky_solve(B, L, upper: bool = False):
-    """`X` solving `A X = B` for `A = L L^H` (or `U^H U` when `upper`), from `A`'s Cholesky factor.
+    """`X` solving `A X = B` for `A = L L^H` (or `U^H U` when `upper`), from `A`'s Cholesky factor (only its lower,
+    or upper, triangle is read; batch dims broadcast). Its derivative in `L` is torch's: that of `A^-1 B` with `A`
+    made of the whole of `L` (not masked to the triangle).
 
     >>> aotjax.cholesky_solve(aotjax.tensor([[4.0], [8.0]]), aotjax.tensor([[2.0, 0.0], [0.0, 2.0]])).tolist()
     [[1.0], [2.0]]
     """
-    lower = views.transpose(L, -2, -1) if upper else L
-    y = decompositions.solve_triangular(lower, B, upper=False)
-    return decompositions.solve_triangular(views.transpose(lower, -2, -1), y, upper=True)
+    B, L = _matrix("cholesky_solve", B, square=False), _matrix("cholesky_solve", L)
+    _same_dtype("cholesky_solve", B, L)
+    if B.shape[-2] != L.shape[-1]:
+        raise ShapeError(f"cholesky_solve: B of shape {list(B.shape)} and L of shape {list(L.shape)} cannot be "
+                         f"solved ({L.shape[-1]} != {B.shape[-2]}){where()}")
+    B2, L2 = _batch_broadcast("cholesky_solve", B, L)
+    return cholesky_solve_p.bind(B2, L2, upper=bool(upper), chain=())
 
 
 def cholesky_inverse(L, upper: bool = False):
-    """The inverse of `A = L L^H` (or `U^H U` when `upper`) from its Cholesky factor.
+    """The inverse of `A = L L^H` (or `U^H U` when `upper`) from its Cholesky factor (its derivative in `L` as
+    `cholesky_solve`'s: torch's, not masked to the triangle read).
 
     >>> aotjax.cholesky_inverse(aotjax.tensor([[2.0, 0.0], [0.0, 4.0]])).tolist()
     [[0.25, 0.0], [0.0, 0.0625]]

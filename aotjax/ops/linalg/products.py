@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import string
 
+import jax.numpy as jnp
 import numpy as np
 
-from aotjax.core.errors import ShapeError
+from aotjax.autograd import graph
+from aotjax.core.errors import ShapeError, UnsupportedError
+from aotjax.core.interpreter import Tracer, stack_of_this_thread, staging
 from aotjax.core.source_info import where
 from aotjax.ops.base import autocast
 from aotjax.ops.base.data import as_tensor
-from aotjax.ops.indexing.subscripts import copy_
+from aotjax.ops.indexing.subscripts import copy_, copy__p
 from aotjax.ops.linalg import decompositions as dec
 from aotjax.ops.linalg.matmul import _same_dtype, einsum, matmul
-from aotjax.tensor import method
+from aotjax.tensor import Storage, method
 
 __all__ = ["addmm", "addmv", "addbmm", "baddbmm", "addr", "mv", "inner", "vdot", "kron", "tensordot", "cross",
            "cdist", "chain_matmul"]
@@ -31,9 +34,13 @@ def _shapes(*xs) -> str:
     return " and ".join(str(list(x.shape)) for x in xs)
 
 
-def _scaled_sum(input, product, beta, alpha):
+def _scaled_sum(op: str, input, product, beta, alpha):
     """`beta * input + alpha * product`; with `beta == 0`, `input` is not read (torch's rule: NaN and inf in it are
-    ignored), with `alpha == 1` / `beta == 1` no multiplication."""
+    ignored), with `alpha == 1` / `beta == 1` no multiplication. `input` must expand to `product`'s shape (torch's
+    rule: it broadcasts one way only, never enlarging the result)."""
+    shape, got = tuple(product.shape), tuple(input.shape)
+    _check(op, len(got) <= len(shape) and all(g in (1, n) for g, n in zip(got[::-1], shape[::-1])),
+           f"input of shape {list(got)} cannot be expanded to the result's shape {list(shape)}")
     product = product if alpha == 1 else product * alpha
     if beta == 0:
         return product
@@ -52,7 +59,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     _check("addmm", mat1.ndim == 2 and mat2.ndim == 2, f"expected 2-D matrices, got shapes {_shapes(mat1, mat2)}")
     _check("addmm", mat1.shape[1] == mat2.shape[0], f"shapes {_shapes(mat1, mat2)} cannot be multiplied")
     _same_dtype("addmm", input, mat1, mat2)
-    return _scaled_sum(input, matmul(mat1, mat2), beta, alpha)
+    return _scaled_sum("addmm", input, matmul(mat1, mat2), beta, alpha)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):
@@ -65,11 +72,13 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
     _check("addmv", mat.ndim == 2 and vec.ndim == 1, f"expected a matrix and a vector, got shapes {_shapes(mat, vec)}")
     _check("addmv", mat.shape[1] == vec.shape[0], f"shapes {_shapes(mat, vec)} cannot be multiplied")
     _same_dtype("addmv", input, mat, vec)
-    return _scaled_sum(input, matmul(mat, vec), beta, alpha)
+    return _scaled_sum("addmv", input, matmul(mat, vec), beta, alpha)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
-    """`beta * input + alpha * sum_i (batch1[i] @ batch2[i])`, as `torch.addbmm`.
+    """`beta * input + alpha * sum_i (batch1[i] @ batch2[i])`, as `torch.addbmm`. Its in-place form `addbmm_`, as
+    torch's, resizes a `self` of another shape that expands to the result's (an eager tensor, not a view, outside
+    any transform).
 
     >>> aotjax.addbmm(aotjax.zeros(2, 2), aotjax.ones(3, 2, 1), aotjax.ones(3, 1, 2))
     tensor([[3., 3.],
@@ -80,7 +89,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     _check("addbmm", b1.shape[0] == b2.shape[0] and b1.shape[2] == b2.shape[1],
            f"shapes {_shapes(b1, b2)} cannot be multiplied batch by batch")
     _same_dtype("addbmm", input, b1, b2)
-    return _scaled_sum(input, einsum("bij,bjk->ik", b1, b2), beta, alpha)
+    return _scaled_sum("addbmm", input, einsum("bij,bjk->ik", b1, b2), beta, alpha)
 
 
 @autocast.lower
@@ -95,7 +104,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     _check("baddbmm", b1.shape[0] == b2.shape[0] and b1.shape[2] == b2.shape[1],
            f"shapes {_shapes(b1, b2)} cannot be multiplied batch by batch")
     _same_dtype("baddbmm", input, b1, b2)
-    return _scaled_sum(input, matmul(b1, b2), beta, alpha)
+    return _scaled_sum("baddbmm", input, matmul(b1, b2), beta, alpha)
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
@@ -108,19 +117,55 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     input, v1, v2 = as_tensor(input), as_tensor(vec1), as_tensor(vec2)
     _check("addr", v1.ndim == 1 and v2.ndim == 1, f"expected 1-D vectors, got shapes {_shapes(v1, v2)}")
     _same_dtype("addr", input, v1, v2)
-    return _scaled_sum(input, einsum("i,j->ij", v1, v2), beta, alpha)
+    return _scaled_sum("addr", input, einsum("i,j->ij", v1, v2), beta, alpha)
 
 
-def _inplace(fn):
+def _inplace(fn, resizes: bool = False):
+    """`fn`'s in-place Tensor method; where `resizes` (torch's `addbmm_` alone), a `self` of another shape that
+    expands to the result's is resized to it, as torch does (its `out=` rule, without the warning)."""
+    name = fn.__name__ + "_"
+
     def inplace(self, *args, beta=1, alpha=1):
         out = fn(self, *args, beta=beta, alpha=alpha)
-        _check(fn.__name__ + "_", tuple(out.shape) == tuple(self.shape),
+        if resizes and tuple(out.shape) != tuple(self.shape):
+            _resize_written(name, self, out)
+        _check(name, tuple(out.shape) == tuple(self.shape),
                f"the result of shape {list(out.shape)} does not fit the tensor written in place, of shape "
                f"{list(self.shape)}")
         return copy_(self, out)
-    inplace.__name__ = fn.__name__ + "_"
+    inplace.__name__ = name
     inplace.__doc__ = f"In-place `{fn.__name__}` (a Tensor method): writes the result into `self`."
     return inplace
+
+
+# NOTE: the transform that pushes each trace class, for the error below (the outermost names what the user called)
+_TRANSFORMS = {"JaxprTrace": "jit (or make_jaxpr)", "FunctionalizeTrace": "functionalize", "JVPTrace": "jvp",
+               "PartialEvalTrace": "grad (or vjp)", "BatchTrace": "vmap"}
+
+
+def _resize_written(op: str, self, out) -> None:
+    """`self` given a new storage of `out`'s shape, as `out=` resizes (aotjax/ops/base/frontend.py `write_out`): an
+    eager base tensor only; a traced tensor or a view cannot change shape here."""
+    shape, got = list(out.shape), list(self.shape)
+    if isinstance(self, Tracer) or staging():
+        outer = stack_of_this_thread()[1].trace_type.__name__
+        raise UnsupportedError(
+            f"{op}: the result has shape {shape} but the tensor written in place has shape {got}: torch resizes it, "
+            f"but under {_TRANSFORMS.get(outer, outer)} a tensor cannot change its shape in place{where()}. Write "
+            f"into a tensor of the result's shape (`self = self.expand({shape}).clone()` first), or use the "
+            f"out-of-place `{op[:-1]}`")
+    if self._chain:
+        raise ShapeError(f"{op}: the result has shape {shape} but the view written in place has shape {got}: torch "
+                         f"resizes it, but aotjax cannot resize a view{where()}; write into its base, or a tensor of "
+                         f"shape {shape}")
+    graph.check_write(copy__p, (self, out))  # NOTE: torch's error for a leaf that requires grad, before any change
+    # NOTE: as `Tensor.data = ...` does: a tensor that requires grad still does (the write below records its new
+    # value), and a leaf (written under no_grad) stays a leaf
+    ag, leaf = self._ag, graph.leaf_of(self)
+    self._init_slots(None, storage=Storage(jnp.zeros(shape, self.dtype)))
+    self._ag = ag
+    if leaf is not None:
+        self._storage.grad_node = leaf
 
 
 def mv(input, vec):
@@ -244,6 +289,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     _check("cdist", p >= 0, f"p must be non-negative, got {p}")
     _same_dtype("cdist", x1, x2)
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    if diff.numel() == 0:  # NOTE: no pairs, or vectors of size 0 (distance 0, torch's), for every p: inf's too
+        return diff.new_zeros(diff.shape[:-1])
     return dec.vector_norm(diff, ord=p, dim=-1)
 
 
@@ -262,5 +309,5 @@ def chain_matmul(*matrices):
 for _op in (addmm, addmv, addbmm, baddbmm, addr, mv, inner, vdot, kron, cross):
     method(_op)
 for _op in (addmm, addmv, addbmm, baddbmm, addr):
-    method(_inplace(_op))
+    method(_inplace(_op, resizes=_op is addbmm))
 del _op

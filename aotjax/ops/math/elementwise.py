@@ -301,7 +301,8 @@ abs_p, abs__p, abs, abs_ = _unary("abs", jnp.abs, ABS, """`|x|`; integer dtypes 
     >>> aotjax.abs(aotjax.tensor([-1.5, 2.0]))
     tensor([1.5, 2. ])
     """)
-defjvp(abs_p, lambda t, x: _complex_abs_jvp(t, x) if category(x.dtype) == _COMPLEX else where(ge(x, 0), t, neg(t)))
+# NOTE: the real derivative is sign(x), 0 at 0 (torch's subgradient there)
+defjvp(abs_p, lambda t, x: _complex_abs_jvp(t, x) if category(x.dtype) == _COMPLEX else mul(t, sign(x)))
 
 
 def _complex_abs_jvp(t, x):
@@ -1070,15 +1071,14 @@ clamp__p = inplace_variant(clamp_p)
 
 
 def _clamp_jvp(primals, tangents):
-    (x, lo, hi), (tx, tlo, thi) = primals, tangents
+    x, lo, hi = primals
     out = clamp_p.bind(x, lo, hi)
     if all(isinstance(t, Zero) for t in tangents):
         return [out], [Zero(out.aval)]
-    # NOTE: as `minimum(maximum(x, lo), hi)`, with ties shared as `maximum`'s and `minimum`'s rules do.
-    m = maximum(x, lo)
-    tm = sum_tangents(m.aval, [_balanced(t, a, m, b) for t, a, b in ((tx, x, lo), (tlo, lo, x))
-                               if not isinstance(t, Zero)])
-    return [out], [sum_tangents(out.aval, [_balanced(t, a, out, b) for t, a, b in ((tm, m, hi), (thi, hi, m))
+    # NOTE: torch's convention, not `minimum(maximum(x, lo), hi)`'s shared ties: `x` passes its tangent wherever
+    # lo <= x <= hi (at a bound too), `lo` where x < lo < hi, `hi` where x > hi or hi < lo (then the result is hi).
+    masks = (logical_and(ge(x, lo), le(x, hi)), logical_and(lt(x, lo), lt(lo, hi)), logical_or(gt(x, hi), lt(hi, lo)))
+    return [out], [sum_tangents(out.aval, [where(mask, t, 0) for t, mask in zip(tangents, masks)
                                            if not isinstance(t, Zero)])]
 
 
@@ -1173,9 +1173,21 @@ hooks.add = add_p.bind  # tangents and cotangents are summed with `add`
 
 
 # -- Tensor methods and operators ----------------------------------------------------------------
-for _op in (add, sub, div, floor_divide, pow, where, lerp, gelu, round, add_, sub_, div_, floor_divide_, pow_, lerp_,
+for _op in (add, sub, div, floor_divide, pow, lerp, gelu, round, add_, sub_, div_, floor_divide_, pow_, lerp_,
             gelu_, round_):
     method(_op)  # NOTE: the ops the families define are installed by `_public`; `pow`/`pow_` replace theirs
+
+
+def _where_method(x, condition, y):
+    """`x.where(condition, y)`: `where(condition, x, y)`, as `torch.Tensor.where`.
+
+    >>> aotjax.tensor([1.0, 2.0]).where(aotjax.tensor([True, False]), 0.0)
+    tensor([1., 0.])
+    """
+    return where(condition, x, y)
+
+
+method(_where_method, "where")
 method(clamp, "clamp", "clip")
 method(clamp_, "clamp_", "clip_")
 for _op, _name in ((add, "add"), (sub, "sub"), (mul, "mul"), (div, "truediv"), (floor_divide, "floordiv"),

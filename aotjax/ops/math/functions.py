@@ -35,9 +35,8 @@ from aotjax.ops.base.promotion import (
     _INT,
     category,
     check_inplace_cast,
-    result_type,
 )
-from aotjax.ops.math.dtype_classes import ANY_DTYPE, FLOATING, PREDICATE, DtypeClass, float_or_default
+from aotjax.ops.math.dtype_classes import ANY_DTYPE, FLOATING, PREDICATE, DtypeClass
 from aotjax.ops.math.elementwise import (
     abs,
     add,
@@ -325,32 +324,38 @@ def fmin(x, other):
 _public(fmax, fmin)
 
 
-def xlogy(x, other):
-    """`x * log(other)`, 0 where `x == 0` (unless `other` is NaN); integers promote to float32.
+def _x_times(log_fn):
+    """`x * log_fn(y)`, 0 where `x == 0` unless `y` is NaN (whatever `log_fn(y)` is there)."""
+    def lower(x, y):
+        zero = (x == 0) & ~jnp.isnan(y)
+        return jnp.where(zero, 0, x * log_fn(jnp.where(zero, 1, y)))
+    return lower
+
+
+xlogy_p, xlogy__p, xlogy, xlogy_ = _binary("xlogy", _x_times(jnp.log), FLOATING, """`x * log(other)`, 0 where
+    `x == 0` (unless `other` is NaN); integers promote to float32. Its derivatives are torch's: `log(other)` (0 where
+    `x == 0` and `other <= 0`) and `x / other` (NaN at `x == other == 0`).
 
     >>> aotjax.xlogy(aotjax.tensor([0.0, 2.0]), aotjax.tensor([0.0, 1.0]))
     tensor([0., 0.])
-    """
-    x, other = (as_tensor(v) for v in promote(x, other, dtype=float_or_default(result_type(x, other))))
-    # NOTE: log(other) is replaced by log(1) where x == 0 and log(other) is not finite: the product is then 0,
-    # and its derivatives as PyTorch's (d/dx = log(other) where x == 0, 0 where other <= 0)
-    other = _safe(other, logical_and(eq(x, 0), logical_or(le(other, 0), eq(other, math.inf))), 1.0)
-    return mul(x, log(other))
+    """)
+# NOTE: primitives for torch's derivatives: in x, `log(other)`, 0 where x == 0 and other <= 0; in other, `x / other`
+# everywhere (NaN at x == other == 0, as torch's 0 / 0; a composition selecting 0 there has a zero derivative)
+defjvp(xlogy_p, lambda t, x, y: mul(t, where(logical_and(eq(x, 0), le(y, 0)), 0.0, log(y))),
+       lambda t, x, y: mul(t, div(x, y)))
+xlog1py_p = elementwise("xlog1py", _x_times(jnp.log1p), out_dtype=FLOATING.rule("xlog1py"))
+defjvp(xlog1py_p, lambda t, x, y: mul(t, where(logical_and(eq(x, 0), le(y, -1)), 0.0, log1p(y))),
+       lambda t, x, y: mul(t, div(x, add(y, 1))))
 
 
 def xlog1py(x, other):
-    """`x * log1p(other)`, 0 where `x == 0` (unless `other` is NaN).
+    """`x * log1p(other)`, 0 where `x == 0` (unless `other` is NaN); derivatives as `xlogy`'s (`x / (1 + other)`
+    in `other`).
 
     >>> aotjax.special.xlog1py(aotjax.tensor([0.0, 2.0]), aotjax.tensor([-1.0, 0.0]))
     tensor([0., 0.])
     """
-    x, other = (as_tensor(v) for v in promote(x, other, dtype=float_or_default(result_type(x, other))))
-    other = _safe(other, logical_and(eq(x, 0), logical_or(le(other, -1), eq(other, math.inf))), 0.0)
-    return mul(x, log1p(other))
-
-
-xlogy_ = _inplace_of(xlogy, "xlogy_", "2.0")
-_public(xlogy, xlogy_)
+    return xlog1py_p.bind(*binary_operands(FLOATING, x, other))
 
 
 def float_power(x, exponent):
@@ -381,16 +386,25 @@ def float_power_(x, exponent):
 _public(float_power, float_power_)
 
 
+def _sin_over(y):
+    """`sin(y) / y`, 1 at 0. Its Taylor series where |y| < 1 (10 terms: exact in float64): the quotient's derivative
+    near 0 is a difference of two terms near 1 / y, which loses all precision as y -> 0."""
+    small = lt(abs(y), 1.0)
+    y2 = square(where(small, y, 0.0))
+    series = 0.0
+    for k in reversed(range(10)):
+        series = add(mul(series, y2), (-1) ** k / math.factorial(2 * k + 1))
+    safe = _safe(y, small, 1.0)
+    return where(small, series, div(sin(safe), safe))
+
+
 def sinc(x):
-    """The normalized sinc, `sin(pi x) / (pi x)`, 1 at 0.
+    """The normalized sinc, `sin(pi x) / (pi x)`, 1 at 0 (its derivative exact near 0, not just at 0).
 
     >>> aotjax.sinc(aotjax.tensor([0.0, 0.5]))
     tensor([1.        , 0.63661975])
     """
-    x = unary_operand(FLOATING, x)
-    zero = eq(x, 0)
-    px = mul(_safe(x, zero, 1.0), math.pi)
-    return where(zero, 1.0, div(sin(px), px))
+    return _sin_over(mul(unary_operand(FLOATING, x), math.pi))
 
 
 sinc_ = _inplace_of(sinc, "sinc_")
@@ -419,16 +433,32 @@ deg2rad_, rad2deg_ = _inplace_of(deg2rad, "deg2rad_"), _inplace_of(rad2deg, "rad
 _public(deg2rad, rad2deg, deg2rad_, rad2deg_)
 
 
+def _logit_lower(x, *, eps):
+    z = x if eps is None else jnp.clip(x, eps, 1 - eps)
+    return jnp.log(z / (1 - z))
+
+
+def _logit_jvp(t, x, *, eps):
+    if eps is None:
+        return div(t, where(logical_or(lt(x, 0), lt(1, x)), math.nan, mul(x, sub(1, x))))
+    return div(t, where(logical_or(lt(x, eps), lt(1 - eps, x)), math.inf, mul(x, sub(1, x))))
+
+
+# NOTE: a primitive for torch's derivative `1 / (x (1 - x))`: +inf at 0 and 1 (a composition's is NaN there, from
+# the zero cotangent of the branch not taken), NaN outside [0, 1]; with `eps`, 0 outside [eps, 1 - eps] and whole
+# on its bounds (a clamp's derivative there is split)
+logit_p = elementwise("logit", _logit_lower, out_dtype=FLOATING.rule("logit"))
+defjvp(logit_p, _logit_jvp)
+
+
 def logit(x, eps=None):
-    """`log(x / (1 - x))`, with `x` first clamped to `[eps, 1 - eps]` when `eps` is given.
+    """`log(x / (1 - x))`, with `x` first clamped to `[eps, 1 - eps]` when `eps` is given; the derivative is torch's
+    (+inf at 0 and 1, NaN outside [0, 1], 0 where `eps` clamps).
 
     >>> aotjax.logit(aotjax.tensor([0.5, 0.0]), eps=0.25)
     tensor([ 0.       , -1.0986123])
     """
-    x = unary_operand(FLOATING, x)
-    if eps is not None:
-        x = clamp(x, eps, 1 - eps)
-    return log(div(x, sub(1, x)))
+    return logit_p.bind(unary_operand(FLOATING, x), eps=None if eps is None else float(eps))
 
 
 logit_ = _inplace_of(logit, "logit_")
@@ -763,14 +793,14 @@ defjvp2(i0e_p, lambda t, ans, x: mul(t, sub(i1e(x), mul(sign(x), ans))))
 defjvp2(i1e_p, lambda t, ans, x: mul(t, sub(sub(i0e(x), mul(sign(x), ans)), _i1e_over_x(x, ans))))
 
 
-def i0(x):
-    """The modified Bessel function of the first kind of order 0.
+i0_p, i0__p, i0, i0_ = _unary("i0", jsp.i0, FLOATING, """The modified Bessel function of the first kind of order 0.
 
     >>> aotjax.i0(aotjax.tensor([1.0]))
     tensor([1.266066])
-    """
-    x = unary_operand(FLOATING, x)
-    return mul(exp(abs(x)), i0e(x))
+    """)
+# NOTE: a primitive, not `exp(|x|) i0e(x)`, for its derivative `i1(x)`: the composition's is not 0 at 0 (|x|'s
+# derivative there is not 0) and loses precision near 0 (a difference of two terms near 1 for a result near x / 2)
+defjvp(i0_p, lambda t, x: mul(t, i1(x)))
 
 
 def i1(x):
@@ -782,9 +812,6 @@ def i1(x):
     x = unary_operand(FLOATING, x)
     return mul(exp(abs(x)), i1e(x))
 
-
-i0_ = _inplace_of(i0, "i0_")
-_public(i0, i0_)
 
 erfcx_p, erfcx = _unary("erfcx", jsp.erfcx, FLOATING, """The scaled complementary error function,
     `exp(x ** 2) erfc(x)`, accurate for large `x`.
@@ -894,16 +921,26 @@ def ndtr(x):
     return mul(erfc(mul(x, -1 / math.sqrt(2))), 0.5)
 
 
+def _entr_lower(x):
+    pos = x > 0
+    out = -x * jnp.log(jnp.where(pos, x, 1))
+    return jnp.where(pos, out, jnp.where(x == 0, 0, jnp.where(jnp.isnan(x), x, -jnp.inf)))
+
+
+# NOTE: a primitive for torch's derivative `-(1 + log(x))` everywhere: +inf at 0, NaN for negative x (a composition
+# selecting the special values has a zero derivative there)
+entr_p = elementwise("entr", _entr_lower, out_dtype=FLOATING.rule("entr"))
+defjvp(entr_p, lambda t, x: neg(mul(t, add(log(x), 1.0))))
+
+
 def entr(x):
-    """The entropy term `-x log(x)`: 0 at 0, -inf for negative `x`.
+    """The entropy term `-x log(x)`: 0 at 0, -inf for negative `x`; its derivative is `-(1 + log(x))` (+inf at 0),
+    as torch's.
 
     >>> aotjax.special.entr(aotjax.tensor([0.0, 0.5, -1.0]))
     tensor([0.       , 0.3465736,      -inf])
     """
-    x = unary_operand(FLOATING, x)
-    pos = lt(0, x)
-    out = neg(mul(x, log(_safe(x, pos.logical_not(), 1.0))))
-    return where(pos, out, where(eq(x, 0), 0.0, where(isnan(x), x, -math.inf)))
+    return entr_p.bind(unary_operand(FLOATING, x))
 
 
 # -- aliases and operators ------------------------------------------------------------------------------------------

@@ -45,17 +45,15 @@ from aotjax.ops.math.elementwise import (
     binary_operands,
     div,
     eq,
-    logical_or,
     mul,
     named,
     neg,
     sign,
-    sin,
     sub,
     unary_operand,
     where,
 )
-from aotjax.ops.math.functions import _bessel_j, _hankel_coefficients, _inplace_of, i0, i1, isinf
+from aotjax.ops.math.functions import _bessel_j, _hankel_coefficients, _inplace_of, _sin_over, i0, i1, isinf
 from aotjax.tensor import Tensor, method
 
 __all__: list[str] = []
@@ -329,9 +327,8 @@ def spherical_bessel_j0(input):
     tensor([1.])
     """
     x = unary_operand(FLOATING, input)
-    zero, infinite = eq(x, 0), isinf(x)
-    safe = where(logical_or(zero, infinite), 1.0, x)
-    return where(zero, 1.0, where(infinite, 0.0, div(sin(safe), safe)))  # NOTE: 0 at +-inf, as PyTorch
+    infinite = isinf(x)
+    return where(infinite, 0.0, _sin_over(where(infinite, 1.0, x)))  # NOTE: 0 at +-inf, as PyTorch
 
 
 __all__ += ["modified_bessel_i0", "modified_bessel_i1", "spherical_bessel_j0"]

@@ -1,12 +1,14 @@
 """Pooling, as PyTorch's `max_pool1d/2d/3d`, `avg_pool1d/2d/3d`, `adaptive_avg_pool*`, `adaptive_max_pool*`,
-`unfold`/`fold` (im2col and its transpose) and `max_unpool1d/2d/3d` (a scatter of the values to their indices),
-written as compositions, so every transform handles them with no rules of their own.
+`unfold`/`fold` (im2col and its transpose), `max_unpool1d/2d/3d` (a scatter of the values to their indices) and
+`fractional_max_pool2d/3d` (windows at pseudo-random starts, gathered by their flat positions), written as
+compositions, so every transform handles them with no rules of their own.
 
 Every op here reads windows the same way: along each pooled dim, the (padded) input is gathered at a table of
 positions `[out, k]` (`index_select`, whose transpose is `index_add`), giving `[..., out_1, ..., out_n, k_1 * ...
 * k_n]`; the windows are then reduced. Max pooling takes the first maximum's position (`argmax`) and gathers the
 value there, so its gradient goes to that one element, as PyTorch's does; its indices are flat positions within
-each input plane, as PyTorch's.
+each input plane, as PyTorch's. Fractional max pooling's windows start at positions computed from random samples
+(tensors), so it gathers each plane at flat positions computed as tensors instead of tables.
 """
 from __future__ import annotations
 
@@ -16,17 +18,21 @@ import numpy as np
 
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.source_info import where
+from aotjax.ops.base.casts import convert
 from aotjax.ops.base.data import as_tensor, tensor
 from aotjax.ops.base.promotion import category, default_int_dtype, is_float
 from aotjax.ops.creation.factories import full, zeros
 from aotjax.ops.indexing.subscripts import gather, index_add, index_select
+from aotjax.ops.math.elementwise import where as select
 from aotjax.ops.nn.conv import _tuple
+from aotjax.ops.random.generator import draw_key
+from aotjax.ops.random.keys import uniform
 from aotjax.ops.shape.copies import cat
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d"]
 FUNCTIONAL = __all__ + ["max_unpool1d", "max_unpool2d", "max_unpool3d", "avg_pool2d", "avg_pool3d",
                         "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool2d", "adaptive_max_pool3d",
-                        "unfold", "fold"]
+                        "unfold", "fold", "fractional_max_pool2d", "fractional_max_pool3d"]
 
 
 # -- windows -------------------------------------------------------------------------------------------------------
@@ -328,6 +334,120 @@ def adaptive_max_pool3d(input, output_size, return_indices: bool = False):
     (1, 1, 2, 2, 2)
     """
     return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, return_indices)
+
+
+# -- fractional max pooling ----------------------------------------------------------------------------------------
+def _fractional_starts(u, size: int, out: int, k: int):
+    """The windows' starts `[..., out]` along a dim for the samples `u` `[...]`, as torch draws them: `int((i + u)
+    * alpha) - int(u * alpha)` with `alpha = (size - k) / (out - 1)`, the last window flush with the end."""
+    last = full((*u.shape, 1), size - k, dtype=default_int_dtype())
+    if out == 1:
+        return last
+    # NOTE: alpha and the products in the samples' dtype, as torch computes them, so that the windows are torch's
+    alpha = float(np.array(size - k, u.dtype) / np.array(out - 1, u.dtype))
+    steps = (tensor(np.arange(out - 1), dtype=u.dtype) + u.unsqueeze(-1)) * alpha
+    starts = convert(steps, default_int_dtype()) - convert(u * alpha, default_int_dtype()).unsqueeze(-1)
+    return cat([starts, last], -1)
+
+
+def _fractional_sizes(op: str, n: int, sizes, kernel, output_size, output_ratio):
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{op} requires specifying either an output_size or an output_ratio{where()}")
+    if output_size is None:
+        ratio = tuple(output_ratio) if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * n
+        ratio = ratio * n if len(ratio) == 1 else ratio
+        if len(ratio) != n:
+            raise ValueError(f"{op}: expected output_ratio to be a number or a tuple of {n}, got {output_ratio!r}"
+                             f"{where()}")
+        output_size = tuple(int(s * r) for s, r in zip(sizes, ratio))
+    outs = _tuple(op, "output_size", output_size, n)
+    for name, size, o, k in zip(("time", "height", "width")[3 - n:], sizes, outs, kernel):
+        # NOTE: torch's bound: the windows fit in the input (strictly, in 3-D)
+        if o < 1 or k < 1 or o + k - 1 > size - (n == 3):
+            raise ValueError(f"{op}: pool {name} {k} too large relative to input {name} {size} for output size {o}"
+                             f"{where()}; use a smaller kernel_size or output_size")
+    return outs
+
+
+def _fractional_samples(op: str, n: int, x, samples, key, generator):
+    """The samples `[N, C, n]`: `_random_samples` (its first `N` rows) or uniform draws from `key`/`generator`."""
+    if samples is None:
+        return uniform(draw_key(op, generator, key), tuple(x.shape[:2]) + (n,), x.dtype)
+    samples = as_tensor(samples)
+    if samples.ndim != 3 or samples.shape[0] < x.shape[0] or samples.shape[1:] != (x.shape[1], n):
+        raise ShapeError(f"{op}: expected _random_samples of shape [>= {x.shape[0]}, {x.shape[1]}, {n}], got "
+                         f"{list(samples.shape)}{where()}")
+    if samples.dtype != x.dtype:
+        raise DTypeError(f"{op}: expected _random_samples of the input's dtype {x.dtype.name}, got "
+                         f"{samples.dtype.name}{where()}")
+    return samples[:x.shape[0]]
+
+
+def _fractional_max_pool(op: str, n: int, x, kernel_size, output_size, output_ratio, return_indices, samples, key,
+                         generator):
+    x = as_tensor(x)
+    if x.ndim not in (n + 1, n + 2) or x.numel() == 0:
+        raise ShapeError(f"{op}: expected a non-empty {n + 1}-D or {n + 2}-D input, got shape {list(x.shape)}"
+                         f"{where()}")
+    if not is_float(x.dtype):
+        raise DTypeError(f"{op}: expected a floating-point input, got {x.aval.str_short()}{where()}")
+    batched = x.ndim == n + 2
+    x = x if batched else x.unsqueeze(0)
+    sizes, kernel = tuple(x.shape[2:]), _tuple(op, "kernel_size", kernel_size, n)
+    outs = _fractional_sizes(op, n, sizes, kernel, output_size, output_ratio)
+    u = _fractional_samples(op, n, x, samples, key, generator)
+    which = (1, 0) if n == 2 else (0, 1, 2)  # NOTE: torch's order of the samples: (w, h) in 2-D, (t, h, w) in 3-D
+    strides = np.cumprod((sizes + (1,))[::-1])[::-1][1:]
+    index = None  # the flat position in its plane of each window element: [N, C, out..., k...]
+    for d in range(n):
+        start = _fractional_starts(u[..., which[d]], sizes[d], outs[d], kernel[d])
+        pos = (start.unsqueeze(-1) + tensor(np.arange(kernel[d]), dtype=default_int_dtype())) * int(strides[d])
+        shape = [1] * (2 * n)
+        shape[d], shape[n + d] = outs[d], kernel[d]
+        pos = pos.reshape(*x.shape[:2], *shape)
+        index = pos if index is None else index + pos
+    index = index.expand(*x.shape[:2], *outs, *kernel).reshape(*x.shape[:2], *outs, -1)
+    windows = gather(x.reshape(*x.shape[:2], -1), -1, index.reshape(*x.shape[:2], -1)).reshape(index.shape)
+    # NOTE: torch keeps the first maximum, or the last NaN of a window
+    nan = windows.isnan()
+    last_nan = nan.shape[-1] - 1 - nan.flip(-1).to(np.int8).argmax(-1, keepdim=True)
+    arg = select(nan.any(-1, keepdim=True), last_nan, windows.argmax(-1, keepdim=True))
+    values, indices = gather(windows, -1, arg).squeeze(-1), gather(index, -1, arg).squeeze(-1)
+    if not batched:
+        values, indices = values.squeeze(0), indices.squeeze(0)
+    return (values, indices) if return_indices else values
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices: bool = False,
+                          _random_samples=None, *, key=None, generator=None):
+    """Fractional max pooling of `input` `[N, C, H, W]` (or `[C, H, W]`) to `output_size` (or `output_ratio` times
+    the input's size), as `torch.nn.functional.fractional_max_pool2d` (Graham, 2014): the maximum over windows of
+    `kernel_size` whose starts advance by pseudo-random steps, drawn per plane from `_random_samples` `[N, C, 2]`
+    in [0, 1) (their `(w, h)`) when given (then the result is torch's), else from `key` (`aotjax.random`) or
+    `generator` (default: the default generator). With `return_indices`, also each maximum's flat position in its
+    input plane.
+
+    >>> import aotjax.nn.functional as F
+    >>> x = aotjax.arange(16.0).reshape(1, 1, 4, 4)
+    >>> F.fractional_max_pool2d(x, 2, output_size=2, _random_samples=aotjax.zeros(1, 1, 2))
+    tensor([[[[ 5.,  7.],
+              [13., 15.]]]])
+    """
+    return _fractional_max_pool("fractional_max_pool2d", 2, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples, key, generator)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices: bool = False,
+                          _random_samples=None, *, key=None, generator=None):
+    """Fractional max pooling of `input` `[N, C, T, H, W]` (or `[C, T, H, W]`), as
+    `torch.nn.functional.fractional_max_pool3d`; `_random_samples` is `[N, C, 3]` (their `(t, h, w)`).
+
+    >>> import aotjax.nn.functional as F
+    >>> F.fractional_max_pool3d(aotjax.ones(1, 1, 5, 5, 5), 2, output_ratio=0.5).shape
+    (1, 1, 2, 2, 2)
+    """
+    return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples, key, generator)
 
 
 # -- unfold / fold -------------------------------------------------------------------------------------------------

@@ -34,27 +34,50 @@ __all__ = ["Generator", "default_generator", "manual_seed", "initial_seed", "see
            "rand", "randn", "randint", "rand_like", "randn_like", "bernoulli"]
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default generator's initial seed
+_SEED_RANGE = "[-2**63, 2**64 - 1]"  # PyTorch's: a seed is a uint64, and a negative one wraps around
+
+
+def _checked_seed(seed, op: str) -> int:
+    """`seed` as PyTorch's `Generator.manual_seed` takes it: an int in [-2**63, 2**64 - 1] (numpy's ints too), kept
+    as the uint64 PyTorch keeps (`initial_seed()` of -1 is 2**64 - 1)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise RuntimeError(f"{op}: manual_seed expected a long, but got {type(seed).__name__}{where()}; pass an int "
+                           f"(aotjax.manual_seed converts its argument with int(), as torch.manual_seed)")
+    if not -2 ** 63 <= seed < 2 ** 64:
+        raise ValueError(f"{op}: Overflow when unpacking long long: the seed {seed} is outside {_SEED_RANGE}"
+                         f"{where()}")
+    return int(seed) % 2 ** 64
+
+
+def _key_seed(seed: int) -> int:
+    """The int64 a key is made from for the uint64 `seed` (so -1 and 2**64 - 1 give one stream, as in PyTorch)."""
+    return seed - 2 ** 64 if seed >= 2 ** 63 else seed
 
 
 class Generator:
     """A random generator whose state is a key tensor updated in place by each draw (`state`)."""
 
     def __init__(self, seed: int = DEFAULT_SEED):
-        self._seed = int(seed)
+        self._seed = _checked_seed(seed, "Generator")
         self._state: Tensor | None = None  # NOTE: made at the first use: `import aotjax` compiles nothing
 
     @property
     def state(self) -> Tensor:
         """The key tensor (`u32[2]`) each draw updates in place."""
         if self._state is None:  # NOTE: eagerly, even when first used inside a trace: the state outlives it
-            seed = np.int64(self._seed).astype(default_int_dtype())
+            seed = np.int64(_key_seed(self._seed)).astype(default_int_dtype())
             self._state = Tensor._wrap(jax.random.PRNGKey(seed))
         return self._state
 
     def manual_seed(self, seed: int) -> "Generator":
-        """Reset the state to the one `seed` gives (in place: compiled functions reading it see the reset)."""
-        self._seed = int(seed)
-        self.state.copy_(random.key(self._seed))
+        """Reset the state to the one `seed` gives (in place: compiled functions reading it see the reset). `seed` is an
+        int in [-2**63, 2**64 - 1]; a negative one is taken as the uint64 it wraps to, as PyTorch's.
+
+        >>> aotjax.Generator().manual_seed(-1).initial_seed()
+        18446744073709551615
+        """
+        self._seed = _checked_seed(seed, "Generator.manual_seed")
+        self.state.copy_(random.key(_key_seed(self._seed)))
         return self
 
     def initial_seed(self) -> int:
@@ -95,8 +118,18 @@ default_generator = Generator()
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed the default generator (`torch.manual_seed`)."""
-    return default_generator.manual_seed(seed)
+    """Seed the default generator (`torch.manual_seed`): `seed` is anything `int()` converts (a float is truncated,
+    as PyTorch's) to an int in [-2**63, 2**64 - 1].
+
+    >>> aotjax.manual_seed(3.7).initial_seed()
+    3
+    """
+    try:
+        value = int(seed)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"manual_seed: {e}{where()}; the seed must be an integer in {_SEED_RANGE} (or what int() "
+                      f"converts to one)") from None
+    return default_generator.manual_seed(_checked_seed(value, "manual_seed"))
 
 
 def initial_seed() -> int:

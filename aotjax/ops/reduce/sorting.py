@@ -40,7 +40,7 @@ from aotjax.ops.math.elementwise import where
 from aotjax.ops.reduce.reductions import _int_to_default, _ordered
 from aotjax.ops.shape.copies import cat
 from aotjax.ops.shape.views import slice_p
-from aotjax.tensor import method
+from aotjax.tensor import Tensor, method
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "quantile", "nanquantile",
            "unique", "unique_consecutive", "searchsorted", "bucketize", "isin", "cumprod", "cummax", "cummin",
@@ -467,10 +467,10 @@ def _quantile(op: str, x, q, dim, keepdim: bool, interpolation: str, ignore_nan:
         raise DTypeError(f"{op}: expected a floating-point input, got {x.aval.str_short()}{_where()}")
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"{op}: interpolation must be one of {_INTERPOLATIONS}, got {interpolation!r}{_where()}")
-    scalar_q = not hasattr(q, "shape") or np.ndim(q) == 0
-    qt = convert(as_tensor(q), x.dtype).reshape(-1)
+    qt = convert(q, x.dtype) if isinstance(q, Tensor) else tensor(q, dtype=x.dtype)  # NOTE: not via float32
     if qt.ndim > 1:
-        raise ShapeError(f"{op}: q must be a number, a 0-d or a 1-d tensor{_where()}")
+        raise ShapeError(f"{op}: q must be a number, a 0-d or a 1-d tensor, got {qt.aval.str_short()}{_where()}")
+    scalar_q, qt = qt.ndim == 0, qt.reshape(-1)
     if not isinstance(qt, Tracer) and qt.numel() and not bool(((qt >= 0) & (qt <= 1)).all()):
         raise ValueError(f"{op}: q values must be in the range [0, 1]{_where()}")
     ndim = x.ndim
@@ -480,8 +480,8 @@ def _quantile(op: str, x, q, dim, keepdim: bool, interpolation: str, ignore_nan:
         axis = canonical_dim(dim, x.ndim, op)
         x = x.reshape(1) if x.ndim == 0 else x
     n = x.shape[axis]
-    if n == 0:
-        raise ShapeError(f"{op}: input tensor must be non-empty along the reduced dim{_where()}")
+    if x.numel() == 0:
+        raise ShapeError(f"{op}: expected a non-empty input, got {x.aval.str_short()}{_where()}")
     values = _sort(x, axis, False)[0].movedim(axis, -1)  # (..., n), NaN last
     n_nan = values.isnan().sum(-1, keepdim=True)  # (..., 1)
     count = n - n_nan if ignore_nan else full((), n, dtype=n_nan.dtype)
@@ -501,7 +501,7 @@ def _quantile(op: str, x, q, dim, keepdim: bool, interpolation: str, ignore_nan:
     if not ignore_nan:
         out = where(n_nan > 0, math.nan, out)
     out = out.movedim(-1, 0)  # (Q, ...)
-    if keepdim:
+    if keepdim and ndim:  # NOTE: a 0-d input keeps no dim: (Q,) or, for a number q, 0-d (as torch)
         out = out.reshape((out.shape[0],) + (1,) * ndim) if dim is None else out.unsqueeze(1 + axis)
     return out[0] if scalar_q else out
 

@@ -16,11 +16,21 @@ from aotjax.core.source_info import where as _where
 from aotjax.ops.base.casts import convert
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.base.frontend import canonical_dim
-from aotjax.ops.base.promotion import _FLOAT, category, default_float_dtype, default_int_dtype, is_float, result_type
+from aotjax.ops.base.promotion import (
+    _COMPLEX,
+    _FLOAT,
+    category,
+    default_float_dtype,
+    default_int_dtype,
+    is_float,
+    result_type,
+)
 from aotjax.ops.creation import factories as creation
 from aotjax.ops.creation.factories import full, zeros
 from aotjax.ops.indexing import subscripts as indexing
 from aotjax.ops.indexing.subscripts import scatter_add_p
+from aotjax.ops.math.complex import complex as complex_
+from aotjax.ops.math.complex import real_dtype
 from aotjax.ops.math.elementwise import add, div, mul, where
 from aotjax.ops.math.functions import _inplace_of
 from aotjax.ops.reduce import sorting
@@ -145,6 +155,10 @@ def norm(x, p="fro", dim=None, keepdim: bool = False, dtype=None):
     if isinstance(p, str):
         raise ValueError(f"norm: p={p!r} is not supported{_where()}; pass a number, 'fro', or use "
                          f"aotjax.linalg.matrix_norm for the nuclear norm")
+    dims = range(x.ndim) if dim is None else [dim] if isinstance(dim, int) else dim
+    if abs(p) == math.inf and x.numel() == 0 and any(x.shape[canonical_dim(d, x.ndim, "norm")] == 0 for d in dims):
+        raise ShapeError(f"norm: cannot take the {p}-norm over a zero-size dim (it has no identity), got "
+                         f"{x.aval.str_short()} and dim={dim}{_where()}")
     return _vector_norm(x, float(p), dim, bool(keepdim))
 
 
@@ -159,7 +173,8 @@ def dist(x, other, p=2):
 
 def diff(x, n: int = 1, dim: int = -1, prepend=None, append=None):
     """The `n`-th forward difference along `dim` (`out[i] = x[i + 1] - x[i]`), after joining `prepend` and
-    `append`; bool tensors give `x[i + 1] != x[i]`.
+    `append` (of `x`'s shape but along `dim`); bool tensors give `x[i + 1] != x[i]`. An `n` past the size gives an
+    empty result; `n=0` a copy of `x`, `prepend` and `append` ignored (as torch).
 
     >>> aotjax.diff(aotjax.tensor([1, 4, 9, 16]), n=2)
     tensor([2, 2])
@@ -167,12 +182,20 @@ def diff(x, n: int = 1, dim: int = -1, prepend=None, append=None):
     x = as_tensor(x)
     if x.ndim == 0:
         raise ShapeError(f"diff: expected a tensor with at least one dimension{_where()}")
+    if n < 0:
+        raise ValueError(f"diff: the order n must be non-negative, got {n}{_where()}")
     dim = canonical_dim(dim, x.ndim, "diff")
+    if n == 0:  # NOTE: torch ignores prepend and append then
+        return x.clone()
     parts = [as_tensor(v) for v in (prepend, x, append) if v is not None]
+    across = lambda t: (t.ndim, t.shape[:dim] + t.shape[dim + 1:])  # NOTE: the shape but along `dim`
+    if any(across(v) != across(x) for v in parts):
+        raise ShapeError(f"diff: expected prepend and append to have the input's shape {list(x.shape)} but along dim "
+                         f"{dim}, got {[list(v.shape) for v in parts if v is not x]}{_where()}")
     x = cat(parts, dim) if len(parts) > 1 else x
-    for _ in range(n):
-        size = x.shape[dim]
-        hi, lo = x.narrow(dim, 1, max(size - 1, 0)), x.narrow(dim, 0, max(size - 1, 0))
+    for _ in range(min(n, x.shape[dim])):  # NOTE: past the dim's size the result stays empty
+        size = x.shape[dim] - 1
+        hi, lo = x.narrow(dim, 1, size), x.narrow(dim, 0, size)
         x = hi != lo if x.dtype == np.bool_ else hi - lo
     return x
 
@@ -248,7 +271,7 @@ def histc(x, bins: int = 100, min=0, max=0):
 
 def cov(x, *, correction: int = 1, fweights=None, aweights=None):
     """The covariance matrix of the variables in the rows of `x` (a 1-d `x`: one variable), observations in
-    the columns, weighted by integer `fweights` and/or `aweights`.
+    the columns, weighted by integer `fweights` and/or `aweights`. One variable gives a 0-d tensor, as torch.
 
     >>> aotjax.cov(aotjax.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
     tensor([[ 1., -1.],
@@ -257,31 +280,43 @@ def cov(x, *, correction: int = 1, fweights=None, aweights=None):
     x = as_tensor(x)
     if x.ndim > 2:
         raise ShapeError(f"cov: expected a 1-d or 2-d tensor, got {x.aval.str_short()}{_where()}")
+    if x.dtype == np.bool_:
+        raise DTypeError(f"cov: a bool input is not supported, got {x.aval.str_short()}{_where()}; convert it with "
+                         f".float()")
     if category(x.dtype) < _FLOAT:
         x = convert(x, default_float_dtype())
     obs = x.reshape(1, -1) if x.ndim < 2 else x
-    w = None
-    for given in (fweights, aweights):
-        if given is not None:
-            g = convert(as_tensor(given), obs.dtype)
-            w = g if w is None else w * g
+    real = real_dtype(obs.dtype)
+    f = None if fweights is None else _cov_weights("fweights", fweights, obs.shape[1], real)
+    a = None if aweights is None else _cov_weights("aweights", aweights, obs.shape[1], real)
+    w = a if f is None else f if a is None else f * a
     if w is None:
-        w_sum = full((), obs.shape[1], dtype=obs.dtype)
+        w_sum = full((), obs.shape[1], dtype=real)
         avg = obs.mean(1, keepdim=True)
         norm_ = w_sum - correction
     else:
         w_sum = w.sum()
         avg = (obs * w).sum(1, keepdim=True) / w_sum
-        if aweights is None or correction == 0:
-            norm_ = w_sum - correction
-        else:
-            a = convert(as_tensor(aweights), obs.dtype)
-            norm_ = w_sum - correction * (w * a).sum() / w_sum
+        norm_ = w_sum - correction if a is None or correction == 0 else w_sum - correction * (w * a).sum() / w_sum
     centered = obs - avg
     weighted = centered if w is None else centered * w
-    c = weighted.matmul(centered.mT)
+    c = centered.matmul(weighted.mT.conj())
     out = c / where(norm_ > 0, norm_, 0.0)
-    return out.reshape(()) if x.ndim < 2 else out
+    return out.reshape(()) if obs.shape[0] == 1 else out  # NOTE: one variable: a 0-d tensor, as torch's squeeze
+
+
+def _cov_weights(name: str, given, n: int, dtype):
+    """`cov`'s `fweights` (integers) or `aweights` (floats): one non-negative weight per observation, as `dtype`."""
+    w = as_tensor(given)
+    if category(w.dtype) != (1 if name == "fweights" else _FLOAT):
+        kind = "an integer" if name == "fweights" else "a floating-point"
+        raise DTypeError(f"cov: expected {name} to be {kind} tensor, got {w.aval.str_short()}{_where()}")
+    if w.ndim > 1 or w.numel() != n:
+        raise ShapeError(f"cov: expected {name} to be a 1-d tensor of {n} weights (one per observation), got "
+                         f"{w.aval.str_short()}{_where()}")
+    if not isinstance(w, Tracer) and (w.numpy() < 0).any():
+        raise ValueError(f"cov: {name} cannot be negative{_where()}")
+    return convert(w.reshape(-1), dtype)
 
 
 def corrcoef(x):
@@ -294,8 +329,12 @@ def corrcoef(x):
     c = cov(x)
     if c.ndim == 0:
         return c / c
-    d = c.diagonal().sqrt()
-    return (c / d.unsqueeze(1) / d.unsqueeze(0)).clamp(-1, 1)
+    d = c.diagonal()
+    d = (d.real if category(d.dtype) == _COMPLEX else d).sqrt()
+    c = c / d.unsqueeze(1) / d.unsqueeze(0)
+    if category(c.dtype) == _COMPLEX:  # NOTE: each part clipped, as torch
+        return complex_(c.real.clamp(-1, 1), c.imag.clamp(-1, 1))
+    return c.clamp(-1, 1)
 
 
 def isclose(x, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
@@ -394,7 +433,7 @@ def _gradient_along(f, d: int, x, edge_order: int):
         raise ShapeError(f"gradient: dim {d} has {n} points; edge_order={edge_order} needs at least {edge_order + 1}"
                          f"{_where()}")
     part = lambda start, length: views.narrow(f, d, start, length)
-    if isinstance(x, Tensor):
+    if isinstance(x, Tensor) and x.ndim == 1:
         steps = views.view(diff(x), *[-1 if i == d else 1 for i in range(f.ndim)])
         h = lambda i: views.narrow(steps, d, i % (n - 1), 1)  # x[i+1] - x[i], i from either end
         left, right = views.narrow(steps, d, 0, n - 2), views.narrow(steps, d, 1, n - 2)
@@ -419,7 +458,8 @@ def _gradient_along(f, d: int, x, edge_order: int):
 def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):
     """The derivative of `input` along each of `dim` (default: every dim) by finite differences, as a tuple of
     tensors: central differences inside, one-sided (`edge_order` 1 or 2) at the ends. `spacing` is one number for
-    every dim, a number per dim, or a 1-D tensor of sample points per dim.
+    every dim (None: 1), a number per dim, or a 1-D tensor of sample points per dim (a list or a tuple; numbers and
+    tensors may mix, and a 0-d tensor is a number, which torch refuses).
 
     >>> aotjax.gradient(aotjax.tensor([1.0, 2.0, 4.0, 8.0]))
     (tensor([1. , 1.5, 3. , 4. ]),)
@@ -429,15 +469,29 @@ def gradient(input, *, spacing=1, dim=None, edge_order: int = 1):
     f = as_tensor(input)
     if edge_order not in (1, 2):
         raise ValueError(f"gradient: edge_order must be 1 or 2, got {edge_order}{_where()}")
+    if f.dtype == np.uint8:
+        raise DTypeError(f"gradient: a uint8 input is not supported (as torch), got {f.aval.str_short()}{_where()}")
     dims = tuple(range(f.ndim)) if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
     dims = tuple(canonical_dim(d, f.ndim, "gradient") for d in dims)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"gradient: expected distinct dims, got {list(dims)}{_where()}")
+    spacing = 1 if spacing is None else spacing
     spacings = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
     if len(spacings) != len(dims):
         raise ValueError(f"gradient: expected one spacing per dim ({len(dims)}), got {len(spacings)}{_where()}")
-    if not is_float(f.dtype):
+    if category(f.dtype) < _FLOAT:
         f = f.to(default_float_dtype())
-    return tuple(_gradient_along(f, d, as_tensor(x) if isinstance(x, Tensor) else x, edge_order)
-                 for d, x in zip(dims, spacings))
+    return tuple(_gradient_along(f, d, _spacing_along(f, d, x), edge_order) for d, x in zip(dims, spacings))
+
+
+def _spacing_along(f, d: int, x):
+    """`gradient`'s spacing along dim `d`: a number (or a 0-d tensor), or a 1-D tensor of `f.shape[d]` points."""
+    if not isinstance(x, Tensor) or x.ndim == 0:
+        return x
+    if x.ndim != 1 or x.shape[0] != f.shape[d]:
+        raise ShapeError(f"gradient: expected the coordinates along dim {d} to be a 1-D tensor of {f.shape[d]} points "
+                         f"(the input is {f.aval.str_short()}), got {x.aval.str_short()}{_where()}")
+    return x
 
 
 class HistogramResult(NamedTuple):
@@ -528,3 +582,86 @@ renorm_.__doc__ = """In-place `renorm`: writes the result into `x` (through any 
 
 for _fn in (histogram, renorm, renorm_):
     method(_fn)
+
+
+# -- histogramdd ----------------------------------------------------------------------------------------------------
+class HistogramddResult(NamedTuple):
+    """`histogramdd`'s result: the count (or weight, or density) in each cell, and each dim's bin edges."""
+    hist: Tensor
+    bin_edges: tuple
+
+
+def _histogramdd_edges(points, bins, span):
+    """Each dim's edges: the 1-D tensors `bins`, or `bins[d]` equal bins over `span[2d:2d+2]` (default: the data's
+    min and max along `d`, widened by 0.5 each way when they are equal)."""
+    D = points.shape[-1]
+    if isinstance(bins, (tuple, list)) and bins and all(isinstance(b, Tensor) for b in bins):
+        return [as_tensor(b).to(points.dtype) for b in bins]
+    counts = [int(b) for b in bins] if isinstance(bins, (tuple, list)) else [int(bins)] * D
+    if len(counts) != D:
+        raise ValueError(f"histogramdd: expected {D} bin counts (one per dim of the last input dim), got "
+                         f"{len(counts)}{_where()}")
+    if span is not None:
+        if len(span) != 2 * D:
+            raise ValueError(f"histogramdd: for a {D}-dimensional histogram range should have {2 * D} elements, but "
+                             f"got {len(span)}{_where()}")
+        bounds = [(float(span[2 * d]), float(span[2 * d + 1])) for d in range(D)]
+    elif points.shape[0] == 0:
+        bounds = [(0.0, 1.0)] * D
+    else:
+        lo, hi = points.amin(0), points.amax(0)
+        bounds = [(views.select(lo, 0, d), views.select(hi, 0, d)) for d in range(D)]
+    edges = []
+    for (lo, hi), n in zip(bounds, counts):
+        if isinstance(lo, float):
+            lo, hi = (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)
+        else:
+            same = lo == hi
+            lo, hi = where(same, lo - 0.5, lo), where(same, hi + 0.5, hi)
+        edges.append(_edges(lo, hi, n + 1).to(points.dtype))
+    return edges
+
+
+def histogramdd(input, bins, *, range=None, weight=None, density: bool = False) -> HistogramddResult:
+    """The `D`-dimensional histogram of the points in the last dim of `input` (`[..., D]`), as
+    `torch.histogramdd`: `bins` is a count for every dim, one count per dim, or one 1-D tensor of edges per dim;
+    `range` the flat `[lo_0, hi_0, lo_1, hi_1, ...]` (default: the data's). Each cell holds its lower edges, the
+    last one its upper edges too; points outside are not counted. `weight` (`input.shape[:-1]`) counts each point
+    by its weight; `density` divides by the total and the cells' volumes. Float tensors only, as in torch.
+
+    >>> aotjax.histogramdd(aotjax.tensor([[0.0, 0.0], [1.0, 1.0], [1.0, 0.0]]), bins=2).hist
+    tensor([[1., 0.],
+            [1., 1.]])
+    """
+    x = as_tensor(input)
+    if not is_float(x.dtype):
+        raise DTypeError(f"histogramdd: expected a floating-point tensor, got {x.aval.str_short()}{_where()}; "
+                         f"convert it with .float()")
+    if x.ndim < 1:
+        raise ShapeError(f"histogramdd: expected input to have at least one dimension, got a 0-d tensor{_where()}")
+    points = views.reshape(x, (-1, x.shape[-1]))
+    edges = _histogramdd_edges(points, bins, range)
+    counts = [e.shape[0] - 1 for e in edges]
+    cell, inside = None, None
+    for d, (e, n) in enumerate(zip(edges, counts)):
+        p, last = views.select(points, 1, d), views.select(e, 0, n)
+        index = where(p == last, n - 1, add(sorting.searchsorted(e, p, right=True), -1))
+        ok = (p >= views.select(e, 0, 0)) & (p <= last)
+        cell = index if cell is None else add(mul(cell, n), index)
+        inside = ok if inside is None else inside & ok
+    weights = creation.ones_like(views.select(points, 1, 0)) if weight is None else views.reshape(
+        as_tensor(weight).to(x.dtype), -1)
+    total = math.prod(counts)
+    hist = indexing.index_add(creation.zeros(total, dtype=x.dtype), 0, where(inside, cell, 0),
+                              where(inside, weights, 0))
+    hist = views.reshape(hist, tuple(counts))
+    if density:
+        volume = None
+        for d, e in enumerate(edges):
+            width = views.reshape(diff(e), tuple(-1 if i == d else 1 for i, _ in enumerate(edges)))
+            volume = width if volume is None else mul(volume, width)
+        hist = div(hist, mul(sum(hist), volume))
+    return HistogramddResult(hist, tuple(edges))
+
+
+__all__ += ["histogramdd", "HistogramddResult"]
