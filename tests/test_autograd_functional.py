@@ -175,8 +175,28 @@ def test_inputs_that_require_grad(api):
                               *([] if v is None else [torch.tensor(v)]))
     assert_like_torch(ours, theirs, api)
     assert not any(r.requires_grad for r in (ours if isinstance(ours, tuple) else (ours,)))
-    with pytest.raises(NotImplementedError, match=f"{api} of <lambda>: create_graph=True on inputs that require grad"):
-        getattr(AF, api)(case.fn, x, *([] if v is None else [aotjax.tensor(v)]), create_graph=True)
+
+
+def _flat_results(r) -> list:
+    return [t for x in (r if isinstance(r, tuple) else (r,)) for t in _flat_results(x)] if isinstance(r, tuple) \
+        else [r]
+
+
+@pytest.mark.parametrize("api", ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"])
+def test_create_graph_records_the_results_for_a_double_backward_as_torch(api):
+    case = SCALAR_CASES[1]
+    v = None if api in ("jacobian", "hessian") else _like_outputs(case, "v") if api == "vjp" else _data(
+        case.name, case.shapes, "v")
+    x = aotjax.tensor(_data(case.name, case.shapes)).requires_grad_()
+    tx = torch.tensor(_data(case.name, case.shapes), requires_grad=True)
+    ours = getattr(AF, api)(case.fn, x, *([] if v is None else [aotjax.tensor(v)]), create_graph=True)
+    theirs = getattr(TF, api)(case.fn, tx, *([] if v is None else [torch.tensor(v)]), create_graph=True)
+    assert_like_torch(ours, theirs, api)
+    ours, theirs = _flat_results(ours), _flat_results(theirs)
+    assert [o.requires_grad for o in ours] == [t.requires_grad for t in theirs]
+    sum(((o * o).sum() for o, t in zip(ours, theirs) if t.requires_grad), aotjax.tensor(0.0)).backward()
+    sum(((t * t).sum() for t in theirs if t.requires_grad), torch.tensor(0.0)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=2e-4, atol=1e-5)
 
 
 # -- errors: the same type and message as PyTorch ------------------------------------------------------------------

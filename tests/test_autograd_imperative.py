@@ -367,3 +367,25 @@ def test_gradients_accumulate_across_calls_of_a_compiled_backward():
             f(T.tensor([float(i + 1), 1.0]))
         return [w.grad, w]
     _agree(run(aotjax, aotjax.jit), run(torch, lambda f: f))
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.arange(6.0).reshape(2, 3),
+    lambda lib: lib.linspace(-1.0, 1.0, 12).view(4, 3).t(),
+    lambda lib: lib.arange(8.0)[2:].unsqueeze(0),
+])
+def test_a_view_of_data_nothing_else_holds_becomes_a_leaf_as_in_torch(make):
+    ours, theirs = make(aotjax).requires_grad_(), make(torch).requires_grad_()
+    assert ours.is_leaf and ours.requires_grad and ours.shape == tuple(theirs.shape)
+    for x in (ours, theirs):
+        (x.sin() * x).sum().backward()
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-6)
+    assert ours.grad.stride() == theirs.grad.stride()
+
+
+def test_a_view_of_data_still_in_use_cannot_become_a_leaf():
+    base = aotjax.zeros(4)
+    view = base[1:]
+    with pytest.raises(RuntimeError, match="view of another tensor's data, which is still in use"):
+        view.requires_grad_()
+    assert not base.requires_grad and not view.requires_grad

@@ -285,3 +285,20 @@ def test_backward_inside_an_eager_scan_body_accumulates_as_the_torch_loop():
     assert not w.grad.requires_grad
     with pytest.raises(UnsupportedError, match="backward\\(\\) inside a scan/cond/while body under jit"):
         aotjax.jit(lambda: aotjax.lax.scan(body, aotjax.ones(2), aotjax.tensor(xs)))()
+
+
+@pytest.mark.parametrize("name", ["grad", "jacrev", "jacfwd", "vmap", "hessian"])
+def test_eager_transforms_of_inputs_that_require_grad_are_recorded_as_torch_func(name):
+    # torch.func composes with backward(): what grad(f)(x) computes from an x that requires grad is recorded
+    def run(lib, func):
+        x = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        w = lib.tensor([1.5, 0.5, -2.0], requires_grad=True)
+        f = (lambda v: (v.sin() * w * v).sum()) if name in ("grad", "hessian") else (lambda v: v.sin() * w * v)
+        out = getattr(func, name)(f)(x)
+        assert out.requires_grad
+        (out * out).sum().backward()
+        return out, x.grad, w.grad
+
+    ours, theirs = run(aotjax, aotjax.func), run(torch, torch.func)
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)

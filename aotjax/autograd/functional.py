@@ -13,9 +13,10 @@ function is one composition of the transforms, with PyTorch's signatures, argume
 `inputs` (and `v`) are a Tensor or a tuple of Tensors; a Tensor in gives a Tensor out, a tuple a tuple (nested for
 `jacobian` and `hessian`: `[output][input]`, `[input][input]`). Results are plain tensors.
 
-- `create_graph` changes nothing: a transform of a function that calls these (say `aotjax.grad`) differentiates
-  through them either way. The results never join imperative autograd's recording, so `create_graph=True` on
-  inputs that require grad is an error (rather than a result `backward()` would silently not reach through).
+- `create_graph=True` keeps inputs that require grad as they are: the eager transforms record what they compute
+  from them (as `torch.func` composes with `backward()`), so the results require grad and `backward()` reaches the
+  inputs (double backward). Without it, such inputs are detached first and the results require no grad. A transform
+  of a function that calls these (say `aotjax.grad`) differentiates through them either way.
 - `vectorize` changes nothing either: the Jacobians are always vmapped (PyTorch's forward mode still asks for
   `vectorize=True`, as PyTorch does).
 - `strict=True` finds, as PyTorch's graph does, the outputs that do not depend on an input: structurally, on the
@@ -26,7 +27,6 @@ from __future__ import annotations
 import math
 from typing import Callable, NoReturn
 
-from aotjax.core.errors import UnsupportedError
 from aotjax.core.ir import dce
 from aotjax.core.source_info import where
 from aotjax.ops import cat, ones_like, split
@@ -52,16 +52,13 @@ def _as_tuple(x, arg_name: str, what: str, func: Callable) -> tuple[bool, tuple]
 
 
 def _inputs(inputs, what: str, func: Callable, create_graph: bool) -> tuple[bool, tuple]:
-    """`_as_tuple` of `inputs`, then PyTorch's `_grad_preprocess`: a tensor that requires grad is detached (nothing
-    here records for `backward()`; a traced one is kept, so that the transform tracing it sees through)."""
+    """`_as_tuple` of `inputs`, then PyTorch's `_grad_preprocess`: without `create_graph`, a tensor that requires grad
+    is detached, so the results do not require grad; with it, the inputs are kept and the transforms' eager work is
+    recorded, so `backward()` reaches through the results (a traced input is kept either way)."""
     is_tuple, inputs = _as_tuple(inputs, "inputs", what, func)
-    recording = [i for i, t in enumerate(inputs) if getattr(t, "requires_grad", False)]
-    if create_graph and recording:
-        raise UnsupportedError(f"{what} of {fun_name(func)}: create_graph=True on inputs that require grad (input "
-                               f"{recording[0]}) is not supported: the result would not be recorded for backward()"
-                               f"{where()}. Differentiate through {what} with the transforms instead (`aotjax.grad` "
-                               f"of a function that calls it), or pass detached inputs.")
-    return is_tuple, tuple(t.detach() if i in recording else t for i, t in enumerate(inputs))
+    if create_graph:
+        return is_tuple, inputs
+    return is_tuple, tuple(t.detach() if getattr(t, "requires_grad", False) else t for t in inputs)
 
 
 def _unpack(res: tuple, is_tuple: bool):

@@ -22,6 +22,7 @@ turns a recording into a program and differentiates it with the transforms' own 
 from __future__ import annotations
 
 import functools
+import sys
 import weakref
 from typing import Callable
 
@@ -188,10 +189,13 @@ def stop_recording(t: Tensor) -> None:
 def mark_leaf(t: Tensor) -> None:
     """Make eager tensor `t` a leaf that requires grad (`requires_grad_()`): its storage's base is a `Leaf`."""
     if t._chain:
-        raise RuntimeError(
-            f"requires_grad_: this tensor is a view of another tensor's data{where()}; aotjax records per storage, "
-            f"so only a whole tensor can become a leaf. Use x.clone().requires_grad_() (a leaf of its own) or "
-            f"set requires_grad on the base tensor.")
+        if sys.getrefcount(t._storage) > 2:  # NOTE: `t`'s slot and the call's argument: nothing else holds the data
+            raise RuntimeError(
+                f"requires_grad_: this tensor is a view of another tensor's data, which is still in use{where()}; "
+                f"aotjax records per storage, so only a whole tensor (or a view of data nothing else holds, as in "
+                f"`torch.arange(6.).view(2, 3).requires_grad_()`) can become a leaf. Use x.clone().requires_grad_() "
+                f"(a leaf of its own) or set requires_grad on the base tensor.")
+        _own_storage(t)
     if not differentiable_dtype(t.dtype):
         raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients (got "
                            f"{t.dtype.name}){where()}")
@@ -201,6 +205,16 @@ def mark_leaf(t: Tensor) -> None:
     storage.grad_node, storage.grad_index = leaf, 0
     start_recording(t, meta)
     call_epoch[0] += 1  # NOTE: a compiled call's fast path checks its tensors again (`FastCall.refit`)
+
+
+def _own_storage(t: Tensor) -> None:
+    """View `t`, whose storage nothing else holds, made a whole tensor of its value: no one can observe the aliasing
+    it gives up. Its strides stay where they describe dense data of its size (`randn(4, 3).t()`)."""
+    from aotjax.ops.base.layout import is_non_overlapping_and_dense  # NOTE: ops sit above autograd; rare path
+    value = Tensor._read(t)
+    strides = t._strides if t._strides is not None and is_non_overlapping_and_dense(t.shape, t._strides) else None
+    t._storage = Storage(value)
+    t._chain, t._strides, t._offset, t._cache = (), strides, 0, None
 
 
 def factory(fn: Callable) -> Callable:

@@ -22,6 +22,7 @@ from typing import Any
 
 import jax
 
+from aotjax.autograd import graph
 from aotjax.core import views
 from aotjax.core.avals import PYTHON_SCALARS as _SCALARS
 from aotjax.core.avals import ShapedArray, get_aval
@@ -376,9 +377,14 @@ def group_base(g: InputGroup, leaves: list):
     return _storage_base(x) if g.synthetic else x
 
 
-def entry_bases(groups: list[InputGroup], leaves: list) -> list:
+def entry_bases(groups: list[InputGroup], leaves: list, recorded: bool = False) -> list:
     """The groups' bases as the body sees them: snapshots of the values at entry, so that what the body
-    keeps of them (residuals, views) never sees the write-back into the caller's tensors."""
+    keeps of them (residuals, views) never sees the write-back into the caller's tensors. `recorded`: an eager
+    base that requires grad keeps its place in imperative autograd's graph (`graph_snapshot`), so that what an eager
+    transform computes from it is recorded (`grad(f)(x)` with `x.requires_grad`, as `torch.func` composes with
+    `backward()`)."""
+    if recorded and graph.records(leaves):
+        return [graph_snapshot(group_base(g, leaves)) for g in groups]
     return [snapshot(group_base(g, leaves)) for g in groups]
 
 
@@ -393,6 +399,22 @@ def snapshot(x):
             t = FunctionalTensor(x._trace, FunctionalStorage(current_value(x)), (), x.aval)
     else:
         return x
+    t._strides, t._offset = x._strides, x._offset
+    return t
+
+
+def graph_snapshot(x):
+    """A snapshot of eager `x` (see `snapshot`) that carries its place in the autograd graph: the same
+    node when `x` views all of its storage, else a recorded copy. Anything else: its `snapshot`."""
+    if not is_eager(x) or (not graph.requires_grad(x) and not graph.joins_graph(x)):
+        return snapshot(x)
+    if x._chain:
+        t = x.clone()
+    else:
+        t = Tensor._wrap(x._storage.base, owned=False)
+        t._storage.grad_node, t._storage.grad_index = x._storage.grad_node, x._storage.grad_index
+        graph.start_recording(t, graph.NONLEAF)
+    note_snapshot(t, x)
     t._strides, t._offset = x._strides, x._offset
     return t
 

@@ -36,7 +36,7 @@ class PureCall:
         self.fun, self.has_aux, self.what = fun, has_aux, what
         self.leaves, self.in_tree = jax.tree_util.tree_flatten((list(args), kwargs))
         self.groups = boundary.group_inputs(self.leaves)
-        self.bases = boundary.entry_bases(self.groups, self.leaves)
+        self.bases = boundary.entry_bases(self.groups, self.leaves, recorded=True)
         self.n_explicit = (len(self.leaves), len(self.groups))  # NOTE: captured tensors are appended by `pure`
         self.meta = None
         self.layouts: dict | None = None  # flat argument index -> (strides, offset) seen inside (`boundary.enter`)
