@@ -52,6 +52,22 @@ def dtype_in_mode(torch_dtype) -> np.dtype:
     return d
 
 
+def assert_matches_torch(out, ref, how: str) -> None:
+    """aotjax's results `out` (a tensor, or a sequence of them) against torch's `ref`: types, shapes, dtypes as this
+    mode gives them (`dtype_in_mode`) and values, complex ones included."""
+    if isinstance(ref, (tuple, list)):
+        assert len(out) == len(ref), f"{how}: {len(out)} results, torch has {len(ref)}"
+        for i, (o, r) in enumerate(zip(out, ref)):
+            assert_matches_torch(o, r, f"{how}[{i}]")
+        return
+    assert isinstance(out, Tensor), f"{how}: got {type(out).__name__}"
+    assert tuple(out.shape) == tuple(ref.shape), f"{how}: shape {tuple(out.shape)} != torch's {tuple(ref.shape)}"
+    assert out.dtype == dtype_in_mode(ref.dtype), f"{how}: dtype {out.dtype} != torch's {ref.dtype}"
+    tol = 1e-9 if out.dtype in (np.float64, np.complex128) else 1e-5
+    np.testing.assert_allclose(np.asarray(out).astype(np.complex128), ref.detach().numpy().astype(np.complex128),
+                               rtol=tol, atol=tol, err_msg=how)
+
+
 def central_difference(f, xs, directions, step: float = FD_STEP):
     """`d/ds f(*(x + s * d for x, d in zip(xs, directions)))` at 0, by a central difference computed in
     float64 from `f`'s values (a pytree of arrays or Tensors, in `f`'s own precision: the mode's). Each

@@ -3,10 +3,12 @@ eager semantics (written inputs written, aliasing outputs real views); `aot(f).l
 and backward as two exported programs with the labelled signature, whose forward-then-backward is `grad(f)`."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
 
+import jax
 import numpy as np
 import pytest
 
@@ -72,6 +74,11 @@ def test_exports_load_and_run_in_a_fresh_process(tmp_path):
     x, w = aotjax.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)), aotjax.ones(3, 4) * 0.3
     (tmp_path / "step.bin").write_bytes(aotjax.export(step)(aotjax.ones(3), aotjax.zeros(())).serialize())
     (tmp_path / "pair.bin").write_bytes(aotjax.aot(loss).lower(x, w).export().serialize())
+    b, = jax.export.symbolic_shape("b")
+    # symbolic rows, a named result, a view change of an argument (t_) and a view output of another
+    sym = aotjax.export(lambda v, buf: (v.sort(dim=1), buf.t_(), buf[0]))(
+        jax.ShapeDtypeStruct((b, 3), np.float32), aotjax.ones(2, 3))
+    (tmp_path / "sym.bin").write_bytes(sym.serialize())
     script = textwrap.dedent(f"""
         import numpy as np, aotjax
         exp = aotjax.deserialize(open({str(tmp_path / 'step.bin')!r}, "rb").read())
@@ -83,13 +90,19 @@ def test_exports_load_and_run_in_a_fresh_process(tmp_path):
         outs = pair.forward.call(x, w)
         grads = pair.backward.call(*pair.residuals_from([x, w], outs), aotjax.tensor(1.0))
         print(repr(grads[1].numpy().tolist()))
+        sym = aotjax.deserialize(open({str(tmp_path / 'sym.bin')!r}, "rb").read())
+        buf = aotjax.arange(6.0).reshape(2, 3)
+        result, same, row = sym.call(aotjax.tensor([[3.0, 1.0, 2.0]] * 5), buf)
+        row.mul_(10)
+        print(type(result).__name__, result.values.shape == (5, 3), same is buf, buf.shape, buf[0].tolist())
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    first, second = proc.stdout.strip().splitlines()
+    first, second, third = proc.stdout.strip().splitlines()
     assert first == "6.0 True"
     want = as_np(aotjax.grad(loss, argnums=1)(x, w))
-    np.testing.assert_allclose(np.array(eval(second)), want, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.array(json.loads(second)), want, rtol=1e-5, atol=1e-7)
+    assert third == "sort True True (3, 2) [0.0, 30.0]"  # buf transposed in place; row 0 of it a view
 
 
 _CACHE_PROBE = """

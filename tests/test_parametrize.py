@@ -324,6 +324,9 @@ def test_spectral_norm_matches_torch_in_training_and_eval_mode(layer):
 
 
 def test_spectral_norm_registration_estimates_the_largest_singular_value():
+    # NOTE: seeded: power iteration converges as (s2 / s1)^2k, so a draw with s2 close to s1 (about 1 in 15 here,
+    # torch's too) needs more iterations than registration's 15 to reach the tolerance
+    aotjax.manual_seed(0)
     m = parametrizations.spectral_norm(aotjax.nn.Linear(5, 4), n_power_iterations=3)
     weight = m.parametrizations.weight.original.detach().numpy()
     sigma = np.linalg.svd(weight, compute_uv=False)[0]

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import aotjax
-from tests.helpers import FLOAT, INT, X64, dtype_in_mode, run_on
+from tests.helpers import FLOAT, INT, X64, assert_matches_torch, run_on
 
 TOL = 1e-9 if X64 else 1e-5
 INF = float("inf")
@@ -141,20 +141,6 @@ CASES = {
 _RAISES = tuple(n for n in CASES if n.endswith(("raises", "raise")))
 
 
-def _assert_matches(out, ref, how):
-    if isinstance(ref, torch.Tensor):
-        assert isinstance(out, aotjax.Tensor), f"{how}: got {type(out).__name__}"
-        assert tuple(out.shape) == tuple(ref.shape), f"{how}: shape {tuple(out.shape)} != torch's {tuple(ref.shape)}"
-        assert out.dtype == dtype_in_mode(ref.dtype), f"{how}: dtype {out.dtype} != torch's {ref.dtype}"
-        tol = TOL if out.dtype in (np.float64, np.complex128) else 1e-5
-        np.testing.assert_allclose(np.asarray(out).astype(np.complex128), ref.detach().numpy().astype(np.complex128),
-                                   rtol=tol, atol=tol, err_msg=how)
-        return
-    assert len(out) == len(ref), f"{how}: {len(out)} results, torch has {len(ref)}"
-    for i, (o, r) in enumerate(zip(out, ref)):
-        _assert_matches(o, r, f"{how}[{i}]")
-
-
 def _flat(out):
     return [out] if isinstance(out, (torch.Tensor, aotjax.Tensor)) else [v for o in out for v in _flat(o)]
 
@@ -171,9 +157,9 @@ def test_matches_torch(name):
                 run_on(aotjax, fn, arrays)
             continue
         assert name not in _RAISES, f"{name} sample {k}: torch did not raise"
-        _assert_matches(run_on(aotjax, fn, arrays), ref, f"{name} sample {k}")
+        assert_matches_torch(run_on(aotjax, fn, arrays), ref, f"{name} sample {k}")
         args = [aotjax.tensor(a) for a in arrays]
-        _assert_matches(aotjax.jit(lambda *xs: fn(aotjax, *xs))(*args), ref, f"{name} sample {k} jit")
+        assert_matches_torch(aotjax.jit(lambda *xs: fn(aotjax, *xs))(*args), ref, f"{name} sample {k} jit")
         if "vjp" in flags and k == 0:
             _check_vjp(f"{name} sample {k}", fn, arrays)
 
@@ -236,8 +222,8 @@ def test_linspace_logspace_traced_ends_match_torch():
     spaces = aotjax.jit(lambda s, e: _spaces(aotjax, s, e))
     for start, end in _ENDS:
         ref = _spaces(torch, torch.tensor(start), torch.tensor(end))
-        _assert_matches(spaces(aotjax.tensor(start), aotjax.tensor(end)), ref, f"linspace ends {start}, {end}")
-        _assert_matches(_spaces(aotjax, aotjax.tensor(start), aotjax.tensor(end)), ref, f"eager {start}, {end}")
+        assert_matches_torch(spaces(aotjax.tensor(start), aotjax.tensor(end)), ref, f"linspace ends {start}, {end}")
+        assert_matches_torch(_spaces(aotjax, aotjax.tensor(start), aotjax.tensor(end)), ref, f"eager {start}, {end}")
 
 
 @pytest.mark.filterwarnings("ignore::aotjax.core.errors.DTypeTruncationWarning")
@@ -250,7 +236,7 @@ def test_linspace_logspace_integer_dtype_truncate_the_ends():
         out = [aotjax.linspace(4.3, 50, 50, dtype=getattr(aotjax, dtype)), aotjax.linspace(-2.7, 4, 5, dtype=getattr(
             aotjax, dtype)), aotjax.logspace(0, 1.2, 4, dtype=getattr(aotjax, dtype)), aotjax.logspace(
             1.5, 1.2, 1, base=2.0, dtype=getattr(aotjax, dtype))]
-        _assert_matches(out, ref, dtype)
+        assert_matches_torch(out, ref, dtype)
 
 
 def test_linspace_traced_end_under_grad_and_vmap():

@@ -20,6 +20,7 @@ CASES = {
     "clamp tensors": (lambda lib, x, lo, hi: x.clamp(lo, hi), 3),
     "clip_ of a clone": (lambda lib, x, lo, hi: x.clone().clip_(lo, hi), 3),
     "maximum": (lambda lib, x, lo, hi: lib.maximum(x, lo), 2),
+    "atan2 at the origin": (lambda lib, x, lo, hi: lib.atan2(x, lo), 2),
     "minimum": (lambda lib, x, lo, hi: lib.minimum(x, lo + hi), 3),
     "hardtanh": (lambda lib, x, lo, hi: lib.nn.functional.hardtanh(x), 1),
     "relu6": (lambda lib, x, lo, hi: lib.nn.functional.relu6(x * 3), 1),
@@ -47,3 +48,20 @@ def test_the_same_under_grad():
     fn(torch, *args).sum().backward()
     for a, b in zip(g, args, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.grad.numpy())
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.linalg.vector_norm(lib.zeros(0, 3), float("inf"), dim=1),
+    lambda lib: lib.linalg.vector_norm(lib.zeros(3, 0), float("-inf"), dim=0),
+    lambda lib: lib.nn.functional.pdist(lib.zeros(3, 0), float("inf")),
+], ids=["inf-norm of no rows", "-inf-norm of no rows", "pdist inf of no features"])
+def test_max_norms_over_nothing_empty_results_as_torch(fn):
+    ours, theirs = fn(aotjax), fn(torch)
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_max_norms_over_a_zero_size_dim_raise_as_torch():
+    for lib in (aotjax, torch):
+        with pytest.raises(RuntimeError if lib is torch else ValueError, match="inf"):
+            lib.linalg.vector_norm(lib.zeros(3, 0), float("inf"), dim=1)

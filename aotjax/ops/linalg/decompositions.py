@@ -730,7 +730,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         axis = tuple(range(x.ndim))
     else:
         axis = canonical_dims((dim,) if isinstance(dim, int) else tuple(dim), x.ndim, "linalg.vector_norm")
-    if ord < 0 and any(x.shape[d] == 0 for d in axis) or (ord == np.inf and x.numel() == 0 and axis):
+    if (ord < 0 or ord == np.inf) and any(x.shape[d] == 0 for d in axis):
         raise ShapeError(f"linalg.vector_norm: cannot take the {ord}-norm of an empty tensor over a zero-size "
                          f"dim{where()}")
     if x.ndim == 0:

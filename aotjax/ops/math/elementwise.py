@@ -818,8 +818,15 @@ atan2_p, atan2__p, atan2, atan2_ = _binary_family("atan2", jnp.arctan2, FLOATING
     >>> aotjax.atan2(aotjax.tensor([1.0]), aotjax.tensor([1.0]))
     tensor([0.7853982])
     """)
-defjvp(atan2_p, lambda t, x, y: mul(t, div(y, add(square(x), square(y)))),
-       lambda t, x, y: mul(t, div(neg(x), add(square(x), square(y)))))
+def _over_squared_norm(v, x, y):
+    """`v / (x^2 + y^2)`, 0 where both are 0 (torch's atan2 derivative at the origin)."""
+    d = add(square(x), square(y))
+    zero = eq(d, 0)
+    return where(zero, 0, div(v, where(zero, 1, d)))
+
+
+defjvp(atan2_p, lambda t, x, y: mul(t, _over_squared_norm(y, x, y)),
+       lambda t, x, y: mul(t, _over_squared_norm(neg(x), x, y)))
 eq_p, eq__p, eq, eq_ = _binary_family("eq", jnp.equal, PREDICATE, """`x == y`, as bool.
 
     >>> aotjax.eq(aotjax.tensor([1, 2]), 2)

@@ -670,6 +670,8 @@ def pdist(input, p: float = 2.0):
     if p == 1:
         return a.sum(-1)
     if p == math.inf:  # torch's derivative: sign(d) at every entry tied for the max (not shared among them)
+        if d.shape[-1] == 0:  # NOTE: vectors of no entries are 0 apart, as torch's (a max over nothing has none)
+            return zeros(d.shape[:-1], dtype=d.dtype)
         m = a.amax(-1).detach()
         ties = select((a == m.unsqueeze(-1)) & (d != 0), a, 0.0).sum(-1)
         return m + (ties - ties.detach())
