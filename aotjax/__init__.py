@@ -12,6 +12,7 @@ import jax as _jax  # noqa: F401  (first, its import as usual: see below)
 _collecting = _gc.isenabled()
 _gc.disable()
 try:
+    import aotjax.accelerator as accelerator  # noqa: F401  (torch.accelerator: the device-agnostic device API)
     import aotjax.amp as amp  # noqa: F401  (torch.amp: autocast, GradScaler)
     import aotjax.autograd as autograd  # noqa: F401
     import aotjax.autograd.tensor_methods  # noqa: F401  (Tensor's autograd attributes)
@@ -22,6 +23,7 @@ try:
     import aotjax.linalg as linalg  # noqa: F401  (the public torch.linalg namespace, not the aotjax.ops.linalg.matmul family)
     import aotjax.masked as masked  # noqa: F401  (the public torch.masked namespace, plain tensors with mask=)
     import aotjax.nn as nn  # noqa: F401  (the package; `from aotjax.ops import *` gives no module of aotjax.ops)
+    import aotjax.onnx as onnx  # noqa: F401  (`import torch.onnx` runs; its export says to export StableHLO)
     import aotjax.optim as optim  # noqa: F401
     import aotjax.partition as partition  # noqa: F401
     import aotjax.signal as signal  # noqa: F401  (the public torch.signal namespace: windows)

@@ -14,6 +14,8 @@ its own convolution algorithms; `deterministic` maps to XLA's deterministic-ops 
 """
 from __future__ import annotations
 
+import sys
+
 import jax
 
 from aotjax.core.source_info import where
@@ -106,3 +108,6 @@ class _Mps:
 
 
 cuda, cudnn, mps = _Cuda(), _Cudnn(), _Mps()
+# NOTE: torch.backends is a package, so scripts write `import torch.backends.cudnn as cudnn`: the import system
+# finds these objects under their module names
+sys.modules.update({f"{__name__}.{name}": flags for name, flags in (("cuda", cuda), ("cudnn", cudnn), ("mps", mps))})

@@ -1,7 +1,7 @@
 """`aotjax.linalg`: PyTorch's `torch.linalg` namespace (factorizations, solvers, determinants, norms), batched
 over leading dims, with torch's names, arguments and result NamedTuples (`QR`, `SVD`, `EighResult`,
-`SlogdetResult`, ...). The ops live in the op families (`aotjax.ops.linalg.decompositions`; `matmul` and friends in
-`aotjax.ops.linalg.matmul`).
+`SlogdetResult`, ...). The ops live in the op families (`aotjax.ops.linalg.decompositions`, `.norms`; `matmul` and
+friends in `aotjax.ops.linalg.matmul`).
 
 >>> aotjax.linalg.solve(aotjax.tensor([[2.0, 0.0], [0.0, 4.0]]), aotjax.tensor([2.0, 4.0]))
 tensor([1., 1.])
@@ -41,11 +41,9 @@ from aotjax.ops.linalg.decompositions import (  # noqa: F401
     lu_factor,
     lu_solve,
     matrix_exp,
-    matrix_norm,
     matrix_power,
     matrix_rank,
     multi_dot,
-    norm,
     pinv,
     qr,
     slogdet,
@@ -54,9 +52,10 @@ from aotjax.ops.linalg.decompositions import (  # noqa: F401
     svd,
     svdvals,
     vecdot,
-    vector_norm,
-)
+    )
 from aotjax.ops.linalg.matmul import matmul  # noqa: F401
+from aotjax.ops.linalg.norms import LINALG as _NORMS
+from aotjax.ops.linalg.norms import matrix_norm, norm, vector_norm  # noqa: F401
 from aotjax.ops.linalg.solvers import LINALG as _EXTRA
 from aotjax.ops.linalg.solvers import (  # noqa: F401
     LUFactorExResult,
@@ -71,4 +70,4 @@ from aotjax.ops.linalg.solvers import (  # noqa: F401
     vander,
 )
 
-__all__ = LINALG + ["matmul"] + _EXTRA + _COMPACT
+__all__ = _NORMS + LINALG + ["matmul"] + _EXTRA + _COMPACT

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+import jax
 import numpy as np
 
 from aotjax.core.avals import ShapedArray, default_int_dtype
@@ -43,6 +44,12 @@ class Storage:
         self.owned = owned
         self.grad_node = None  # imperative autograd: the recorded node whose output `grad_index` the base is
         self.grad_index = 0
+
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor", "complex64": "ComplexFloatTensor",
+               "complex128": "ComplexDoubleTensor"}  # the tensor type names `Tensor.type()` gives, as torch's
 
 
 class Tensor:
@@ -210,6 +217,23 @@ class Tensor:
     def is_complex(self) -> bool:
         return np.issubdtype(self.dtype, np.complexfloating)
 
+    def type(self, dtype=None, non_blocking: bool = False, **kwargs):
+        """With no `dtype`, the name torch gives the tensor's type (`'torch.FloatTensor'`, `'torch.cuda.LongTensor'`
+        on a GPU); with one (a dtype, or a name such as `'torch.LongTensor'`), the tensor converted, as `to(dtype)`.
+
+        >>> aotjax.ones(2).type(), aotjax.ones(2).type("torch.IntTensor").dtype
+        ('torch.FloatTensor', dtype('int32'))
+        """
+        if dtype is None:
+            return f"torch.{'cuda.' if self.is_cuda else ''}{_TYPE_NAMES.get(self.dtype.name, self.dtype.name)}"
+        if isinstance(dtype, str) and dtype.endswith("Tensor"):
+            name = dtype.rpartition(".")[2]
+            dtype = next((d for d, n in _TYPE_NAMES.items() if n == name), None)
+            if dtype is None:
+                raise ValueError(f"type: invalid type {name!r}{where()}; expected a dtype or one of "
+                                 f"{', '.join(f'torch.{n}' for n in _TYPE_NAMES.values())}")
+        return self.to(dtype=dtype)
+
     @property
     def device(self):
         """The `jax` device holding the data (None for a traced tensor)."""
@@ -226,6 +250,15 @@ class Tensor:
         """The `jax` devices holding the data (empty for a traced tensor)."""
         devices = getattr(getattr(self._storage, "base", None), "devices", None)
         return set(devices()) if devices else set()
+
+    @property
+    def is_cpu(self) -> bool:
+        """Whether the data is on jax's CPU devices (for a traced tensor: whether jax computes on the CPU)."""
+        devices = self.devices()
+        return all(d.platform == "cpu" for d in devices) if devices else jax.default_backend() == "cpu"
+
+    # NOTE: torch's other device and layout flags, as scripts test them (`if x.is_cuda or x.is_xpu:`): none holds
+    is_xpu = is_mps = is_meta = is_sparse = is_quantized = is_nested = is_mkldnn = property(lambda self: False)
 
     # -- values (eager only; tracers raise) -------------------------------------------------------
     def _read(self):

@@ -23,8 +23,8 @@ from aotjax.ops.unsupported import UNSUPPORTED
 REJECTED = {n for u in UNSUPPORTED for n in u.functions + u.methods}
 
 
-def op_db_names() -> list[str]:
-    """The public op names of torch's op_db, sorted."""
+def load_op_db() -> list:
+    """torch's op_db (its OpInfo entries)."""
     try:
         import expecttest  # noqa: F401  (torch's test utilities import it; a stand-in is enough to read op_db)
     except ImportError:
@@ -32,8 +32,41 @@ def op_db_names() -> list[str]:
         stub.TestCase = unittest.TestCase
         sys.modules["expecttest"] = stub
     from torch.testing._internal.common_methods_invocations import op_db
-    names = {op.name for op in op_db}
+    return op_db
+
+
+def op_db_names() -> list[str]:
+    """The public op names of torch's op_db, sorted."""
+    names = {op.name for op in load_op_db()}
     return sorted(n for n in names if not n.startswith(("_", "jiterator_", "torch.")))
+
+
+def aotjax_op(name: str):
+    """aotjax's callable for op_db's `name` (see the module docstring for the mapping), or None: a function, or for a
+    Tensor method, property or in-place-only method a function of the tensor and the rest (`x.name(*args)`).
+
+    >>> aotjax_op("add") is aotjax.add, aotjax_op("T")(aotjax.ones(2, 3)).shape, aotjax_op("as_strided")
+    (True, (3, 2), None)
+    """
+    if name.split(".")[-1] in REJECTED:
+        return None
+    *path, leaf = name.split(".")
+    owner = aotjax
+    for part in path:
+        owner = getattr(owner, part, None)
+        if owner is None:
+            return None
+    if path:
+        fn = getattr(owner, leaf, None)
+        return fn if callable(fn) else None
+    if callable(getattr(aotjax, leaf, None)):
+        return getattr(aotjax, leaf)
+    for method in (leaf, leaf + "_"):
+        if isinstance(getattr(aotjax.Tensor, method, None), property):
+            return lambda x, *args, _m=method: getattr(x, _m)
+        if hasattr(aotjax.Tensor, method):
+            return lambda x, *args, _m=method, **kwargs: getattr(x, _m)(*args, **kwargs)
+    return None
 
 
 def implemented(name: str) -> bool:
@@ -42,17 +75,7 @@ def implemented(name: str) -> bool:
     >>> implemented("add"), implemented("nn.functional.conv2d"), implemented("uniform"), implemented("as_strided")
     (True, True, True, False)
     """
-    if name.split(".")[-1] in REJECTED:
-        return False
-    *path, leaf = name.split(".")
-    owner = aotjax
-    for part in path:
-        owner = getattr(owner, part, None)
-        if owner is None:
-            return False
-    if path:
-        return callable(getattr(owner, leaf, None))
-    return any(hasattr(aotjax, n) or hasattr(aotjax.Tensor, n) for n in (leaf, leaf + "_"))
+    return aotjax_op(name) is not None
 
 
 def torch_missing() -> str | None:

@@ -215,6 +215,31 @@ def test_cuda_and_backends_shims_on_a_machine_without_a_gpu():
         aotjax.backends.cudnn.deterministic = True
 
 
+def test_accelerator_onnx_and_from_numpy_as_torch_on_a_machine_without_a_gpu():
+    import jax
+    import torch
+    if any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("this machine has a GPU: the shims report it (checked in the GPU benchmark run)")
+    ours, theirs = aotjax.accelerator, torch.accelerator
+    assert (ours.is_available(), ours.current_accelerator(), ours.device_count()) == \
+        (theirs.is_available(), theirs.current_accelerator(), theirs.device_count())
+    device = ours.current_accelerator() if ours.is_available() else aotjax.device("cpu")  # NOTE: the examples' idiom
+    assert aotjax.ones(2).to(device).device == aotjax.device("cpu")
+    with pytest.raises(RuntimeError, match="Cannot access accelerator device when none is available.*test_amp.py"):
+        ours.current_device_index()
+    ours.synchronize()
+    assert not aotjax.onnx.is_in_onnx_export()
+    with pytest.raises(aotjax.core.errors.UnsupportedError, match="does not write ONNX.*aotjax.export"):
+        aotjax.onnx.export(aotjax.nn.Linear(2, 2), aotjax.ones(1, 2), "model.onnx")
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    t = aotjax.from_numpy(a)
+    assert t.dtype == np.int32 and t.shape == (2, 3) and np.array_equal(t.numpy(), a)
+    with pytest.raises(TypeError, match="expected np.ndarray"):
+        aotjax.from_numpy([1, 2])
+    with pytest.raises(TypeError, match="expected np.ndarray"):
+        torch.from_numpy([1, 2])
+
+
 def test_an_aot_function_and_its_grad_follow_the_region_they_are_called_in():
     w = aotjax.tensor(_W)
     f = aotjax.aot(lambda x: (x @ w.t()).tanh().sum())

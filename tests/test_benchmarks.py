@@ -23,6 +23,8 @@ SCRIPTS = [
     ("optimizer_step.py", ["--quick", "--number", "2", "--repeat", "1"]),
     ("lstm_step.py", ["--quick", "--number", "1", "--repeat", "1", "--no-torch-compile"]),
     ("devices.py", ["--quick", "--number", "2", "--repeat", "2", "--devices", "2"]),
+    ("vs_torch.py", ["--quick", "--number", "2", "--repeat", "1", "--no-torch-compile"]),
+    ("gpu_train.py", ["--quick"]),
 ]
 
 

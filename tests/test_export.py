@@ -4,6 +4,7 @@ and backward as two exported programs with the labelled signature, whose forward
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -110,24 +111,29 @@ import sys, jax
 events = []
 jax.monitoring.register_event_listener(lambda name, **kw: events.append(name))
 import aotjax
-aotjax.config.compilation_cache(sys.argv[1])
+if sys.argv[1:]:  # NOTE: else AOTJAX_COMPILATION_CACHE in the environment turned it on
+    aotjax.config.compilation_cache(sys.argv[1])
 step = aotjax.jit(lambda x, buf: buf.add_(x.sin()).sum())
 lowered = aotjax.aot(lambda x: (x.exp() * x).sum())
 step(aotjax.ones(3), aotjax.zeros(3))
 aotjax.grad(lowered)(aotjax.ones(3))
+w = aotjax.ones(2, 3, requires_grad=True)
+aotjax.nn.functional.layer_norm(w, (3,)).sin().sum().backward()  # NOTE: a fused op and an eager backward's program
 print(events.count("/jax/compilation_cache/cache_hits"), events.count("/jax/compilation_cache/cache_misses"))
 """
 
 
 @pytest.mark.slow
 def test_a_second_process_compiles_nothing_with_the_persistent_cache(tmp_path):
-    def run():
-        proc = subprocess.run([sys.executable, "-c", _CACHE_PROBE, str(tmp_path / "cache")], capture_output=True,
-                              text=True, timeout=120)
+    def run(by_environment: bool):
+        cache = str(tmp_path / "cache")
+        env = {**os.environ, "AOTJAX_COMPILATION_CACHE": cache} if by_environment else None
+        proc = subprocess.run([sys.executable, "-c", _CACHE_PROBE, *([] if by_environment else [cache])],
+                              capture_output=True, text=True, timeout=120, env=env)
         assert proc.returncode == 0, proc.stderr
         return [int(n) for n in proc.stdout.split()]
 
-    hits, misses = run()
+    hits, misses = run(by_environment=False)
     assert misses > 0 and hits == 0
-    hits, misses = run()
-    assert hits > 0 and misses == 0  # jit's program, aot's forward and backward, the eager ops: all from disk
+    hits, misses = run(by_environment=True)
+    assert hits > 0 and misses == 0  # jit's program, aot's two, eager ops, a fused op, a backward: all from disk

@@ -202,3 +202,26 @@ def test_a_cached_program_keeps_no_argument_alive():
     gc.collect()
     assert ref() is None  # the cache holds the program and its signature, not the first call's tensors
     assert f(aotjax.ones(64, 64)).item() == 64 * 64 * 2 and f.trace_count == 1
+
+
+SCALE = 2.0
+
+
+def test_lower_after_a_call_reuses_the_program_the_call_ran():
+    global SCALE
+    f = aotjax.jit(lambda x: (x.sin() * SCALE).sum())
+    x = aotjax.ones(3)
+    f(x)
+    lowered = f.lower(x)
+    assert f.trace_count == 1  # NOTE: as `jax.jit(f).lower` after a call: nothing traced again
+    assert float(lowered.compile()(x)) == pytest.approx(float(f(x)))
+    assert "sin" in lowered.jaxpr.pretty()
+    f.lower(aotjax.ones(4))  # NOTE: another signature: traced for the lowering
+    assert f.trace_count == 2
+    SCALE = 3.0
+    try:
+        changed = f.lower(x)  # NOTE: a guard no longer holds: the program is traced again, for what a call would run
+        assert f.trace_count == 3
+        assert float(changed.compile()(x)) == pytest.approx(3.0 * float(aotjax.ones(3).sin().sum()), rel=1e-6)
+    finally:
+        SCALE = 2.0

@@ -44,6 +44,8 @@ LAYERS = {
     "aotjax.utils": 5,  # torch.utils.data
     "aotjax.amp": 5,  # autocast, GradScaler
     "aotjax.cuda": 5,
+    "aotjax.accelerator": 5,
+    "aotjax.onnx": 5,
     "aotjax.backends": 5,
     "aotjax.cli": 5,
     "aotjax.__main__": 5,
@@ -54,6 +56,9 @@ LAYERS = {
 # may import each other; `test_no_import_circle` keeps that acyclic.
 OPS_FLOORS = {
     "aotjax.ops.base": 0,  # promotion, layouts, combinators, argument helpers, casts, tensors from data: no family
+    # the call of a compiled program (no family), and composites run eagerly as one (`fused_when_eager`, on any floor)
+    "aotjax.ops.calls.compiled": 0,
+    "aotjax.ops.calls.eager_fusion": 0,
     "aotjax.ops.creation": 1,  # the data and shape primitives every family builds with
     "aotjax.ops.shape.clone": 1,
     "aotjax.ops.shape.views": 1,

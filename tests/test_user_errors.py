@@ -206,3 +206,26 @@ def test_shard_map_says_how_many_in_specs_and_arguments():
         aotjax.shard_map(add, mesh=mesh, in_specs=(P("i"),), out_specs=P("i"))(x, x)
     with pytest.raises(ValueError, match=r"out_specs .* it has 2 entries .* but add returns one output"):
         aotjax.shard_map(add, mesh=mesh, in_specs=P("i"), out_specs=(P("i"), P()))(x, x)
+
+
+# -- aot(f).lower and checkpoint outputs (one check, jit's, once per trace) ----------------------------------------
+def test_aot_lower_refuses_what_the_aot_call_refuses_and_keeps_strings():
+    with pytest.raises(TypeError, match=r"aot: <lambda> returns .* of type _Unregistered at out\[1\] "
+                                        r"\(at .*test_user_errors.py"):
+        aotjax.aot(lambda x: (x * 2, _Unregistered(x))).lower(aotjax.ones(2))
+    assert aotjax.aot(named).lower(aotjax.ones(2)) is not None  # a string, as the aot call returns it
+
+
+@pytest.mark.parametrize("value", ["loss", _Unregistered(None), object()], ids=["a string", "an object", "a leaf"])
+def test_checkpoint_refuses_an_output_that_is_no_tensor_naming_function_position_and_line(value):
+    def region(x):
+        return x.sin(), value
+
+    for run in (lambda x: aotjax.checkpoint(region)(x),  # eagerly, and under grad
+                lambda x: aotjax.grad(lambda x: aotjax.checkpoint(region)(x)[0].sum())(x)):
+        with pytest.raises(TypeError, match=rf"checkpoint: region returns .* of type {type(value).__name__} at "
+                                            r"out\[1\] \(at .*test_user_errors.py.*a checkpointed function returns "
+                                            r"tensors and numbers"):
+            run(aotjax.ones(2))
+    y, n = aotjax.checkpoint(lambda x: (x.sin(), 3))(aotjax.zeros(1))  # numbers pass, as jit's
+    assert n == 3 and y.tolist() == [0.0]

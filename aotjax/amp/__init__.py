@@ -9,6 +9,7 @@ torch does, and inside a step compiled whole with `aotjax.jit` as data (no host 
 """
 from __future__ import annotations
 
+import sys
 from types import SimpleNamespace
 
 from aotjax.amp.autocast_mode import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
@@ -66,3 +67,6 @@ def _cuda_grad_scaler(init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
 cuda_amp = SimpleNamespace(autocast=_cuda_autocast, GradScaler=_cuda_grad_scaler, custom_fwd=custom_fwd,
                            custom_bwd=custom_bwd)
 cpu_amp = SimpleNamespace(autocast=_cpu_autocast, GradScaler=GradScaler)
+# NOTE: `from torch.cuda.amp import autocast, GradScaler` (and `torch.cpu.amp`) imports them as modules: the
+# import system finds these namespaces under those names
+sys.modules.update({"aotjax.cuda.amp": cuda_amp, "aotjax.cpu.amp": cpu_amp})

@@ -310,23 +310,29 @@ def record_result(prim: Primitive, params: dict, args, vals, out) -> Tensor:
         t = _new(Tensor)
         t._ag = None
     else:
-        operands = []
-        for a, v in zip(args, vals):
-            if type(a) is RecordingTensor:
-                source = a._storage
-                op = _new(Input)
-                op.node, op.index, op.chain, op.value = source.grad_node, source.grad_index, (), v
-                operands.append(op)
-            else:
-                operands.append(v)
+        if len(args) == 2:  # NOTE: a binary op, the common case: no list
+            operands = (_operand(args[0], vals[0]), _operand(args[1], vals[1]))
+        else:
+            operands = tuple([_operand(a, v) for a, v in zip(args, vals)])
         node = _new(Node)
-        node.prim, node.params, node.operands, node.written, node.outputs = prim, params, tuple(operands), (), (out,)
+        node.prim, node.params, node.operands, node.written, node.outputs = prim, params, operands, (), (out,)
         node.freed, node.watchers = False, None
         storage.grad_node, storage.grad_index = node, 0
         t = _new(RecordingTensor)
         t._ag = NONLEAF
     t._storage, t._chain, t._aval, t._strides, t._offset, t._cache = storage, (), None, None, 0, None
     return t
+
+
+def _operand(a, v):
+    """What a recorded node holds of operand `a` (a `fast_operand`, read as `v`): an `Input` if it requires grad,
+    else the value."""
+    if type(a) is not RecordingTensor:
+        return v
+    source = a._storage
+    op = _new(Input)
+    op.node, op.index, op.chain, op.value = source.grad_node, source.grad_index, (), v
+    return op
 
 
 def check_write(prim: Primitive, args) -> bool:

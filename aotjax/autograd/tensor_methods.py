@@ -148,6 +148,10 @@ class GradFn:
         if prim is None:
             return "torch::autograd::AccumulateGrad"
         name = prim.name.rstrip("_")
+        if self._view is None and self._node.params:  # NOTE: a composite run fused names its node (`eager_fusion`)
+            fused = getattr(self._node.params.get("program"), "node_name", None)
+            if fused is not None:
+                return fused
         exact = _TORCH_NODE_NAMES.get(name)
         if exact is not None:
             return exact

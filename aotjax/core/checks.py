@@ -48,7 +48,8 @@ class Config:
         later process compiles nothing for a program it has compiled before: `jit`, `aot`'s two programs and eager
         ops alike. Programs that took less than `min_compile_time_secs` to compile are cached too when it is 0 (the
         default here; JAX's own default, 1 s, leaves small programs out). The same as setting jax's
-        `jax_compilation_cache_dir` (or the `JAX_COMPILATION_CACHE_DIR` environment variable) yourself."""
+        `jax_compilation_cache_dir` (or the `JAX_COMPILATION_CACHE_DIR` environment variable) yourself.
+        `AOTJAX_COMPILATION_CACHE=/path/to/dir` in the environment calls it when aotjax is imported."""
         import jax  # NOTE: core holds no jax state of its own: the cache is jax's
 
         jax.config.update("jax_compilation_cache_dir", directory)
@@ -57,6 +58,8 @@ class Config:
 
 
 config = Config()
+if os.environ.get("AOTJAX_COMPILATION_CACHE"):  # NOTE: the one-variable way to turn the persistent cache on
+    config.compilation_cache(os.environ["AOTJAX_COMPILATION_CACHE"])
 
 _emitting: list[bool] = [True]
 

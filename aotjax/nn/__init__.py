@@ -9,11 +9,12 @@ one `scan` over their stacked state).
 >>> net(aotjax.ones(2, 4)).shape
 (2, 1)
 """
-from aotjax.nn import functional, init, utils  # noqa: F401
+from aotjax.nn import functional, init, parallel, utils  # noqa: F401
 from aotjax.nn.module import Module
 from aotjax.nn.modules import *  # noqa: F401,F403
 from aotjax.nn.modules import __all__ as _layers
+from aotjax.nn.parallel import DataParallel
 from aotjax.nn.parameter import Parameter
 from aotjax.nn.scan_layers import scan_layers
 
-__all__ = ["functional", "init", "Module", "Parameter", "scan_layers"] + _layers
+__all__ = ["functional", "init", "Module", "Parameter", "scan_layers", "parallel", "DataParallel"] + _layers

@@ -19,11 +19,13 @@ import numpy as np
 from aotjax.core.interpreter import grad_mode
 from aotjax.core.source_info import where
 from aotjax.ops.creation.factories import empty, eye
+from aotjax.ops.linalg.decompositions import qr
 from aotjax.ops.random.generator import Generator
 from aotjax.tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
-           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "dirac_",
+           "sparse_"]
 
 _LINEAR_GAIN = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
                 "sigmoid")
@@ -221,6 +223,70 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinea
     if std is None:
         return tensor
     return tensor.normal_(0.0, std, generator=generator)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """Fill `tensor` (2 or more dims, the trailing ones flattened) with a (semi-)orthogonal matrix times `gain`:
+    the Q of the QR decomposition of a standard normal draw, its columns' signs fixed by R's diagonal (Saxe et al.
+    2013), as torch does.
+
+    >>> w = aotjax.nn.init.orthogonal_(aotjax.empty(3, 5))
+    >>> bool(((w @ w.T) - aotjax.eye(3)).abs().max() < 1e-5)
+    True
+    """
+    if tensor.ndim < 2:
+        raise ValueError(f"Only tensors with 2 or more dimensions are supported, got shape {list(tensor.shape)}"
+                         f"{where()}")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = empty(rows, cols, dtype=tensor.dtype).normal_(0.0, 1.0, generator=generator)
+    q, r = qr(flat.T if rows < cols else flat)
+    q = q * r.diagonal().sign()
+    return tensor.copy_((q.T if rows < cols else q).reshape(tensor.shape) * gain)
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill the 3-, 4- or 5-D convolution weight `tensor` with the Dirac delta: a convolution that keeps as many
+    input channels as it can, in each of `groups` groups of output channels.
+
+    >>> aotjax.nn.init.dirac_(aotjax.empty(2, 2, 3))
+    tensor([[[0., 1., 0.],
+             [0., 0., 0.]],
+    <BLANKLINE>
+            [[0., 0., 0.],
+             [0., 1., 0.]]])
+    """
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError(f"Only tensors with 3, 4, or 5 dimensions are supported, got shape {list(tensor.shape)}"
+                         f"{where()}")
+    if tensor.shape[0] % groups != 0:
+        raise ValueError(f"dim 0 must be divisible by groups, got shape {list(tensor.shape)} and groups={groups}"
+                         f"{where()}")
+    out_per_group = tensor.shape[0] // groups
+    delta = np.zeros(tensor.shape, dtype=np.float32)
+    centre = tuple(k // 2 for k in tensor.shape[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, tensor.shape[1])):
+            delta[(g * out_per_group + d, d) + centre] = 1.0
+    return tensor.copy_(tensor.new_tensor(delta))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Generator | None = None) -> Tensor:
+    """Fill the 2-D `tensor` from N(0, std**2), then zero `ceil(sparsity * rows)` randomly chosen rows of each
+    column (Martens 2010), as torch does.
+
+    >>> w = aotjax.nn.init.sparse_(aotjax.empty(4, 3), sparsity=0.5)
+    >>> (w == 0).sum(0).tolist()
+    [2, 2, 2]
+    """
+    if tensor.ndim != 2:
+        raise ValueError(f"Only tensors with 2 dimensions are supported, got shape {list(tensor.shape)}{where()}")
+    rows, cols = tensor.shape
+    tensor.normal_(0.0, std, generator=generator)
+    ranks = empty(rows, cols).uniform_(generator=generator).argsort(dim=0).argsort(dim=0)
+    return tensor.masked_fill_(ranks < math.ceil(sparsity * rows), 0.0)
 
 
 def _without_grad(fn):

@@ -12,7 +12,7 @@ from aotjax.ops.creation import factories
 from aotjax.ops.distributed import collectives, shard_map, sharding  # noqa: F401  (aotjax.lax's names)
 from aotjax.ops.fft import fourier
 from aotjax.ops.indexing import gather_scatter, subscripts
-from aotjax.ops.linalg import compact, decompositions, lapack, lowrank, matmul, products, solvers  # noqa: F401  (solvers: aotjax.linalg's names)
+from aotjax.ops.linalg import compact, decompositions, lapack, lowrank, matmul, norms, products, solvers  # noqa: F401  (solvers, norms: aotjax.linalg's names)
 from aotjax.ops.math import complex as complex_numbers
 from aotjax.ops.math import elementwise, functions, special
 from aotjax.ops.nn import activations, attention, conv, linear, losses, normalization, pooling, resampling, sparse

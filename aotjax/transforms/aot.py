@@ -92,9 +92,19 @@ from aotjax.transforms.aot_signature import (  # noqa: F401
 from aotjax.transforms.autodiff import _gc_paused
 from aotjax.transforms.export import AotExport, abstract_arguments, export_program, symbolic_errors
 from aotjax.transforms.functionalize import Staged, finish_call, stage_functionalized
-from aotjax.transforms.jit import Jitted, _Entry, _lowered_program, bind_staged, recorded_call, records_call
+from aotjax.transforms.jit import (
+    Jitted,
+    _Entry,
+    _lowered_program,
+    bind_staged,
+    check_staged_outputs,
+    recorded_call,
+    records_call,
+)
 from aotjax.transforms.joint import compose_joint, linearize_program, transpose_program
+from aotjax.transforms.make_jaxpr import split_static
 from aotjax.transforms.passes import as_pass, run_pass
+from aotjax.transforms.split_backward import BackwardSplit, split_backward
 
 if TYPE_CHECKING:
     from aotjax.transforms.export import AotExport
@@ -303,7 +313,14 @@ class Aot(Jitted):
         (`jax.export.symbolic_shape`), for a batch-polymorphic `export()`."""
         args, kwargs = abstract_arguments(args, kwargs)
         with symbolic_errors("aot"):
-            return AotLowered(self._stage(args, kwargs))
+            entry = self._stage(args, kwargs)
+        check_staged_outputs(self.what, self.fun, entry.staged, self.output_constants)
+        lowered = AotLowered(entry)
+        static = set(split_static(args, self.static_argnums, kwargs, self.what, self.fun)[1]) if self.static_argnums \
+            else set()
+        lowered._static_positions = static  # NOTE: what `split_backward` maps argument positions to input groups with
+        lowered._arg_leaves = [0 if i in static else len(jax.tree_util.tree_leaves(a)) for i, a in enumerate(args)]
+        return lowered
 
 
 def _n(n: int, what: str) -> str:
@@ -475,6 +492,20 @@ class AotLowered:
             return jax.jit(flat_function(j)).lower(*avals_to_structs(j.in_avals)).as_text(debug_info=debug_info)
 
         return f"// forward\n{text(self.forward)}\n// backward\n{text(self.backward)}"
+
+    def split_backward(self, weights) -> "BackwardSplit":
+        """The backward split for pipeline schedules: `forward`, `backward_inputs` (the cotangents of the inputs that
+        are not weights, computing no weight gradient) and `backward_weights` (the weights' cotangents), each a program
+        with named inputs and outputs; `weights`: the positions of the weight arguments. See
+        `aotjax.transforms.split_backward`.
+
+        >>> f = lambda x, w: (x @ w).tanh().sum()
+        >>> split = aotjax.aot(f).lower(aotjax.ones(2, 3), aotjax.ones(3, 4)).split_backward(weights=1)
+        >>> outs, (dx,), (dw,) = split.run(aotjax.ones(2, 3), aotjax.ones(3, 4))
+        >>> dw.shape, split.backward_weights.output_names
+        ((3, 4), ['cotangent[w]'])
+        """
+        return split_backward(self, weights)
 
     def compile(self) -> "AotCompiled":
         """Compile both programs now (with the aot function's compilers)."""

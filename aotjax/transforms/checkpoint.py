@@ -23,6 +23,7 @@ from aotjax.runtime import boundary
 from aotjax.runtime.boundary import Slot
 from aotjax.transforms.argnums import normalize_argnums
 from aotjax.transforms.functionalize import finish_call, stage_functionalized
+from aotjax.transforms.jit import check_staged_outputs
 from aotjax.transforms.passes import run_pass
 
 
@@ -111,6 +112,7 @@ def checkpoint(fun: Callable, policy: Callable | None = None, prevent_cse: bool 
     def wrapped(*args, **kwargs):
         staged = run_pass("checkpoint: functionalize", stage_functionalized, fun, args, kwargs, static_argnums,
                           "checkpoint", show=attrgetter("jaxpr"))
+        check_staged_outputs("checkpoint", fun, staged)  # NOTE: not a string either: jax.checkpoint's rule
         meta, closed = staged.meta, staged.jaxpr
         leaves = staged.leaves
         consts, jaxpr = _closure_convert(closed)

@@ -383,7 +383,7 @@ class Jitted:
         recompiles.note_trace(self.what, fun_name(self.fun), self._trace_log, self.trace_count + 1, reason)
         with trace_reads.recording() as reads:
             entry = self._stage(args, kwargs)
-        check_outputs(self.what, self.fun, _constant_outputs(entry.staged), self.output_constants)
+        check_staged_outputs(self.what, self.fun, entry.staged, self.output_constants)
         entry.staged.guards = trace_reads.guards_for(self.fun, reads, entry.staged.implicit)
         return entry
 
@@ -429,10 +429,27 @@ class Jitted:
 
     def lower(self, *args, **kwargs) -> "Lowered":
         """Trace and lower for these arguments (nothing runs): the functionalized jaxpr, the boundary
-        record and the StableHLO text."""
-        entry = self._stage(args, kwargs)
-        check_outputs(self.what, self.fun, _constant_outputs(entry.staged), self.output_constants)
+        record and the StableHLO text. After a call with arguments like these, the program that call ran (its
+        guards still holding): nothing is traced again, as with `jax.jit(f).lower`."""
+        entry = self._called_entry(args, kwargs)
+        if entry is None:
+            entry = self._stage(args, kwargs)
+            check_staged_outputs(self.what, self.fun, entry.staged, self.output_constants)
         return Lowered(self, entry, entry.fn.lower(*avals_to_structs(entry.staged.jaxpr.in_avals)), args, kwargs)
+
+    def _called_entry(self, args, kwargs):
+        """The cached program an eager call with these arguments would run now, or None."""
+        try:
+            leaves, in_tree, statics = self._split(args, kwargs)
+        except (TypeError, ValueError):  # NOTE: not arguments a call takes: `_stage` says why
+            return None
+        signature = guards.call_key(leaves)
+        if signature is None or guards.under_transform():
+            return None
+        entry = self._cache.get((in_tree, statics, signature, self.checks_enabled, guards.modes()))
+        if entry is None or entry.staged.refresh() is not None or entry.staged.call_leaves(leaves) is None:
+            return None
+        return entry
 
     def clear_cache(self) -> None:
         self._cache.clear()
@@ -455,6 +472,12 @@ def _constant_outputs(staged: Staged) -> list[tuple[str, Any]]:
             if spec.kind is OutKind.CONST]
 
 
+def check_staged_outputs(what: str, fun: Callable, staged: Staged, constants: tuple[type, ...] = ()) -> None:
+    """`check_outputs` for a trace of `fun`: its outputs that are no values of the program, once per trace (jit,
+    aot and their `lower`, checkpoint regions)."""
+    check_outputs(what, fun, _constant_outputs(staged), constants)
+
+
 def check_outputs(what: str, fun: Callable, outputs: list[tuple[str, Any]], constants: tuple[type, ...] = ()) -> None:
     """Refuse an output (`(name, value)`) that is neither a tensor nor a number (nor one of `constants`), as `jax.jit`
     does: another object would be returned as the first trace saw it at every call (stale, or holding the trace's
@@ -464,7 +487,8 @@ def check_outputs(what: str, fun: Callable, outputs: list[tuple[str, Any]], cons
             names = ["tensors", "numbers", *("strings" if t is str else f"{t.__name__} objects" for t in constants)]
             kinds = f"{', '.join(names[:-1])} and {names[-1]}"
             raise TypeError(f"{what}: {fun_name(fun)} returns {reprlib.repr(value)} of type {type(value).__name__} "
-                            f"at {name}{where()}; a compiled function returns {kinds} (pytrees of them) only. Return "
+                            f"at {name}{where()}; a {'checkpointed' if what == 'checkpoint' else 'compiled'} "
+                            f"function returns {kinds} (pytrees of them) only. Return "
                             f"it from outside the function (compute it before or after the call), or make what it "
                             f"depends on a static argument (static_argnums) and build it outside")
 

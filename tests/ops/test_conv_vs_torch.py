@@ -178,6 +178,7 @@ def test_layers_match_torch_with_the_same_weights():
              (aotjax.nn.Unflatten(1, (3, 1)), torch.nn.Unflatten(1, (3, 1)))]
     for ours, theirs in pairs:
         theirs.to(TORCH_FLOAT)
+        ours.to(FLOAT)  # NOTE: as torch's (load_state_dict keeps a parameter's dtype: it does not set it)
         state = {k: v.detach().numpy() for k, v in theirs.state_dict().items()}
         ours.load_state_dict(state)
         assert [(k, tuple(v.shape)) for k, v in ours.state_dict().items()] == [(k, v.shape) for k, v in state.items()]

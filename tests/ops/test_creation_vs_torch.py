@@ -258,3 +258,13 @@ def test_poisson_same_seed_same_numbers_eagerly_and_under_jit():
     compiled = aotjax.jit(aotjax.poisson)
     np.testing.assert_array_equal(np.stack([as_np(compiled(rates)) for _ in range(3)]), np.stack(eager))
     assert not all((e == eager[0]).all() for e in eager[1:])
+
+
+def test_randint_takes_every_spelling_torch_takes():
+    for call in (lambda T: T.randint(5, size=(3,)), lambda T: T.randint(5, (2, 2)), lambda T: T.randint(2, 5, (4,)),
+                 lambda T: T.randint(low=2, high=5, size=(4,)), lambda T: T.randint(high=5, size=(1,))):
+        ours, theirs = call(aotjax), call(torch)
+        assert tuple(ours.shape) == tuple(theirs.shape)
+        assert int(ours.min()) >= int(theirs.min()) - 5 and int(ours.max()) < 5
+    with pytest.raises(TypeError, match="randint: a size is required"):
+        aotjax.randint(5)

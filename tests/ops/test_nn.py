@@ -2,6 +2,7 @@
 has the same op), eager and traced. NumPy references keep the tests fast: jax's eager ops compile
 once per shape."""
 import math
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -329,3 +330,24 @@ def test_functional_namespace():
                               "conv2d", "max_pool2d", "pad", "interpolate"}
     assert all(callable(getattr(F, name)) for name in F.__all__)
     assert aotjax.nn.functional is F and aotjax.softmax is F.softmax
+
+
+@pytest.mark.parametrize("shape,channel_dims", [((40, 60), 2), ((4, 6, 50), 2), ((4, 6, 5, 5), 2), ((1, 6, 5, 5), 2)])
+def test_dropout2d_reads_every_rank_torch_reads_with_its_warnings(shape, channel_dims):
+    """torch's dropout2d: 4-D is (N, C, H, W); 3-D is read as (N, C, L) and 2-D elementwise, each with a warning."""
+    import torch
+
+    def run(T):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            y = T.nn.functional.dropout2d(T.ones(*shape), 0.5)
+        return np.asarray(y.numpy()), [w.category for w in caught]
+
+    (ours, our_warnings), (theirs, their_warnings) = run(aotjax), run(torch)
+    assert our_warnings == their_warnings
+    for y in (ours, theirs):  # NOTE: a dropped entry of the mask is zero across every dim after the channels
+        flat = y.reshape(int(np.prod(shape[:channel_dims])), -1)
+        assert all(len(set(row.tolist())) == 1 for row in flat)
+        assert set(np.unique(y).tolist()) == {0.0, 2.0}
+    with pytest.raises(Exception, match="dropout2d|Feature dropout"):
+        aotjax.nn.functional.dropout2d(aotjax.ones(6), 0.5)

@@ -1,6 +1,6 @@
 """The layers of `aotjax.nn`, one file per family as in `torch.nn.modules`."""
 from aotjax.nn.modules.activation import GELU, MultiheadAttention, ReLU, Sigmoid, SiLU, Softmax, Tanh
-from aotjax.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d
+from aotjax.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from aotjax.nn.modules.channelshuffle import ChannelShuffle
 from aotjax.nn.modules.container import ModuleDict, ModuleList, Sequential
 from aotjax.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
@@ -14,6 +14,9 @@ from aotjax.nn.modules.loss import __all__ as _LOSS
 from aotjax.nn.modules.nonlinearity import *  # noqa: F403
 from aotjax.nn.modules.nonlinearity import __all__ as _NONLINEARITY
 from aotjax.nn.modules.normalization import LayerNorm, RMSNorm
+from aotjax.nn.modules.padding import *  # noqa: F403
+from aotjax.nn.modules.padding import __all__ as _PADDING
+from aotjax.nn.modules.pixelshuffle import PixelShuffle, PixelUnshuffle
 from aotjax.nn.modules.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -57,6 +60,7 @@ __all__ = ["Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "BatchNorm
 __all__ += _NONLINEARITY + _LOSS + _GROUPNORM + ["EmbeddingBag"]
 __all__ += ["Bilinear", "ChannelShuffle", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 __all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]
+__all__ += _PADDING + ["PixelShuffle", "PixelUnshuffle", "BatchNorm3d"]
 __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]

@@ -8,7 +8,7 @@ from aotjax.ops.base.promotion import default_int_dtype
 from aotjax.ops.creation.factories import empty, ones, zeros
 from aotjax.ops.nn.normalization import batch_norm
 
-__all__ = ["BatchNorm1d", "BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
 
 class _BatchNorm(Module):
@@ -105,3 +105,15 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input) -> None:
         if input.ndim != 4:
             raise ValueError(f"expected 4D input (got {input.ndim}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization over a 5-D `[N, C, D, H, W]` input (see `BatchNorm1d`).
+
+    >>> aotjax.nn.BatchNorm3d(3)(aotjax.ones(2, 3, 1, 2, 2)).shape
+    (2, 3, 1, 2, 2)
+    """
+
+    def _check_input_dim(self, input) -> None:
+        if input.ndim != 5:
+            raise ValueError(f"expected 5D input (got {input.ndim}D input)")

@@ -24,8 +24,10 @@ class LayerNorm(Module):
     drops the bias).
 
     >>> ln = aotjax.nn.LayerNorm(2, eps=0.0)
-    >>> ln(aotjax.tensor([[1.0, 3.0]])), ln
-    (tensor([[-1.,  1.]], grad_fn=<AddBackward0>), LayerNorm((2,), eps=0.0, elementwise_affine=True, bias=True))
+    >>> ln(aotjax.tensor([[1.0, 3.0]]))
+    tensor([[-1.,  1.]], grad_fn=<NativeLayerNormBackward0>)
+    >>> ln
+    LayerNorm((2,), eps=0.0, elementwise_affine=True, bias=True)
     """
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,

@@ -23,7 +23,7 @@ from aotjax.core.interpreter import Tracer, grad_mode
 from aotjax.core.source_info import user_stacklevel, where
 from aotjax.ops.base.data import as_tensor, tensor
 from aotjax.ops.indexing.subscripts import check_index_p
-from aotjax.ops.linalg.decompositions import vector_norm
+from aotjax.ops.linalg.norms import vector_norm
 from aotjax.ops.shape.copies import stack
 from aotjax.tensor import Tensor
 

@@ -25,7 +25,7 @@ from aotjax.core.source_info import user_stacklevel
 from aotjax.nn.module import Module
 from aotjax.nn.parameter import Parameter
 from aotjax.nn.utils.parametrize import computed_layer, set_computed_layer
-from aotjax.ops.linalg.decompositions import vector_norm
+from aotjax.ops.linalg.norms import vector_norm
 from aotjax.tensor import Tensor
 
 __all__ = ["weight_norm", "remove_weight_norm", "norm_except_dim"]

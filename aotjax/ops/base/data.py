@@ -20,7 +20,7 @@ from aotjax.ops.base.frontend import device as to_device
 from aotjax.ops.base.promotion import category, default_float_dtype, default_int_dtype, result_type
 from aotjax.tensor import Tensor, method
 
-__all__ = ["as_tensor", "tensor", "promote"]
+__all__ = ["as_tensor", "tensor", "promote", "from_numpy"]
 
 
 # -- frontend helpers ------------------------------------------------------------------------------
@@ -138,6 +138,18 @@ def as_tensor(x) -> Tensor:
 
 
 hooks.as_tensor = as_tensor
+
+
+def from_numpy(ndarray) -> Tensor:
+    """A tensor of a NumPy array's values, with its dtype (as `torch.from_numpy`). torch's shares the array's
+    memory; a jax array is immutable, so this is a copy: writes to either are not seen by the other.
+
+    >>> aotjax.from_numpy(np.arange(3, dtype=np.int16))
+    tensor([0, 1, 2], dtype=int16)
+    """
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"from_numpy: expected np.ndarray (got {type(ndarray).__name__}){where()}")
+    return tensor(ndarray)
 
 
 def promote(*operands, dtype=None):

@@ -360,7 +360,8 @@ OUT_OPS = (
     "atanh", "sigmoid", "sqrt", "rsqrt", "square", "reciprocal", "floor", "ceil", "round", "trunc", "frac", "sign",
     "erf", "erfc", "erfinv", "lgamma", "digamma", "nan_to_num", "isnan", "isinf", "isfinite", "sum", "prod", "mean",
     "nansum", "nanmean", "amax", "amin", "max", "min", "argmax", "argmin", "all", "any", "var", "std", "logsumexp",
-    "cumsum", "cumprod", "norm", "matmul", "mm", "bmm", "mv", "dot", "addmm", "cat", "concat", "concatenate",
+    "cumsum", "cumprod", "norm", "matmul", "mm", "bmm", "mv", "dot", "addmm", "addmv", "baddbmm", "addr", "inner",
+    "vdot", "kron", "tensordot", "cross", "chain_matmul", "cat", "concat", "concatenate",
     "stack", "sort", "topk", "index_select", "gather", "masked_select", "tril", "triu",
 )
 

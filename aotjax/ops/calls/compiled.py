@@ -68,8 +68,9 @@ class Program:
 
     def __init__(self, jaxpr: ClosedJaxpr, compiler: Callable, name: str, *, function: str = "fn",
                  compiler_name: str = "the compiler", check_calls: bool = False,
-                 output_names: Callable[[], Sequence[str]] | None = None):
+                 output_names: Callable[[], Sequence[str]] | None = None, node_name: str | None = None):
         self.jaxpr, self.compiler, self.name = jaxpr, compiler, name
+        self.node_name = node_name  # NOTE: the `grad_fn.name()` of its recorded call (a fused op's torch name)
         self.function, self.compiler_name, self.check_calls = function, compiler_name, check_calls
         self.output_names = output_names or (lambda: [f"output {i}" for i in range(len(jaxpr.out_avals))])
         self._executable = None

@@ -508,6 +508,8 @@ def _normalize_items(index) -> list:
     items = list(index) if isinstance(index, tuple) or _sequence_as_tuple(index) else [index]
     out = []
     for it in items:
+        if isinstance(it, range):  # NOTE: a range indexes as the list of its ints, as in torch
+            it = list(it)
         if isinstance(it, (list, np.ndarray, jax.Array)):
             it = _index_tensor("index", it)
         elif isinstance(it, np.bool_):

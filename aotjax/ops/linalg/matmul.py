@@ -25,6 +25,7 @@ from aotjax.interpreters.transpose import deflinear2_transpose, linear_operand, 
 from aotjax.ops.base import autocast
 from aotjax.ops.base.combinators import broadcast_shapes, same_dtype, standard_primitive
 from aotjax.ops.base.data import as_tensor, promote
+from aotjax.ops.calls.eager_fusion import fused_when_eager
 from aotjax.ops.creation.factories import eye, ones
 from aotjax.ops.shape.views import permute_p, view_p
 from aotjax.tensor import Tensor, method, reflected
@@ -380,7 +381,16 @@ def outer(a, b):
     return einsum_p.bind(*promote(a, b), equation="i,j->ij")
 
 
+def _linear_node(x, weight, bias=None) -> str:
+    """torch's node of `linear`: a matrix input is one `addmm` (or `mm`), a batch of them is folded into one and
+    viewed back."""
+    if getattr(x, "ndim", 0) == 2:
+        return "MmBackward0" if bias is None else "AddmmBackward0"
+    return "UnsafeViewBackward0" if bias is None else "ViewBackward0"
+
+
 @autocast.lower
+@fused_when_eager(_linear_node)
 def linear(x, weight, bias=None):
     """`x @ weight.T + bias`, as `torch.nn.functional.linear` (`weight` is `[out_features, in_features]`).
 

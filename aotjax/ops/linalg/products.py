@@ -16,10 +16,12 @@ from aotjax.core.interpreter import Tracer, stack_of_this_thread, staging
 from aotjax.core.source_info import where
 from aotjax.ops.base import autocast
 from aotjax.ops.base.data import as_tensor
+from aotjax.ops.base.frontend import write_out
 from aotjax.ops.indexing.subscripts import copy_, copy__p
 from aotjax.ops.linalg import decompositions as dec
 from aotjax.ops.linalg.matmul import _same_dtype, einsum, matmul
-from aotjax.tensor import Storage, method
+from aotjax.ops.linalg.norms import vector_norm
+from aotjax.tensor import Storage, Tensor, method
 
 __all__ = ["addmm", "addmv", "addbmm", "baddbmm", "addr", "mv", "inner", "vdot", "kron", "tensordot", "cross",
            "cdist", "chain_matmul"]
@@ -168,6 +170,18 @@ def _resize_written(op: str, self, out) -> None:
         self._storage.grad_node = leaf
 
 
+def _resizes_out_silently(fn):
+    """`fn` taking `out=`, an eager `out` of another shape resized without `write_out`'s warning: torch's `addbmm`
+    (as its `addbmm_` resizes `self`)."""
+    def op(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+        result = fn(input, batch1, batch2, beta=beta, alpha=alpha)
+        if isinstance(out, Tensor) and tuple(out.shape) != tuple(result.shape):
+            _resize_written(fn.__name__, out, result)
+        return result if out is None else write_out(fn.__name__, result, out)
+    op.__name__, op.__qualname__, op.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    return op
+
+
 def mv(input, vec):
     """The product of a matrix and a vector, as `torch.mv`.
 
@@ -291,7 +305,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     if diff.numel() == 0:  # NOTE: no pairs, or vectors of size 0 (distance 0, torch's), for every p: inf's too
         return diff.new_zeros(diff.shape[:-1])
-    return dec.vector_norm(diff, ord=p, dim=-1)
+    return vector_norm(diff, ord=p, dim=-1)
 
 
 def chain_matmul(*matrices):
@@ -310,4 +324,8 @@ for _op in (addmm, addmv, addbmm, baddbmm, addr, mv, inner, vdot, kron, cross):
     method(_op)
 for _op in (addmm, addmv, addbmm, baddbmm, addr):
     method(_inplace(_op, resizes=_op is addbmm))
-del _op
+
+# NOTE: `addbmm`'s `out=` resizes without torch's warning (torch's quirk); the other products' `out=` are the
+# `OUT_OPS` of aotjax/ops/base/frontend.py
+addbmm = _resizes_out_silently(addbmm)
+method(addbmm)  # NOTE: `Tensor.addbmm is aotjax.addbmm`, as with_out_variants keeps it for the others

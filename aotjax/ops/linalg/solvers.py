@@ -14,8 +14,9 @@ from aotjax.core.errors import ShapeError
 from aotjax.core.source_info import where
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.creation.factories import eye, ones
-from aotjax.ops.linalg.decompositions import _floating, _matrix, inv, lu_factor, matrix_norm, solve, svdvals
+from aotjax.ops.linalg.decompositions import _floating, _matrix, inv, lu_factor, solve, svdvals
 from aotjax.ops.linalg.matmul import matmul
+from aotjax.ops.linalg.norms import matrix_norm
 from aotjax.ops.math.elementwise import where as select
 from aotjax.ops.shape.copies import cat
 from aotjax.tensor import Tensor

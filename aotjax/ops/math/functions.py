@@ -704,7 +704,8 @@ def _polygamma_lower(x, *, n):
     # NOTE: as PyTorch: at the poles (0 and the negative integers; PyTorch's trigamma gives a large finite number
     # at the negative ones) and at -inf, (-1)^(n+1) inf, but NaN at -inf for n = 1; at +inf 0 for n = 1, NaN beyond
     pole = (x <= 0) & (jnp.floor(x) == x)
-    out = jnp.where(pole, jnp.asarray((-1) ** (n + 1) * jnp.inf, x.dtype), jsp.polygamma(jnp.asarray(n, jnp.int32), x))
+    series = (-1) ** (n + 1) * math.factorial(n) * _zeta_lower(jnp.asarray(n + 1, x.dtype), x)  # NOTE: jax's own
+    out = jnp.where(pole, jnp.asarray((-1) ** (n + 1) * jnp.inf, x.dtype), series)  # is wrong at x < -8 (its zeta)
     if n == 1:
         out = jnp.where(x == -jnp.inf, jnp.asarray(jnp.nan, x.dtype), out)
     return jnp.where(x == jnp.inf, jnp.asarray(0.0 if n == 1 else jnp.nan, x.dtype), out)
@@ -726,7 +727,7 @@ def polygamma(n, input):
     """The `n`-th derivative of `digamma` (`n` a non-negative int; `x.polygamma(n)` as a method).
 
     >>> aotjax.polygamma(1, aotjax.tensor([1.0]))
-    tensor([1.6449349])
+    tensor([1.644934])
     """
     return polygamma_p.bind(unary_operand(FLOATING, input), n=_order(n))
 
@@ -891,8 +892,31 @@ def _bessel_j1_jvp(t, x):
 defjvp(bessel_j1_p, _bessel_j1_jvp)
 
 
+_ZETA_MAX_SHIFT = 2 ** 24  # every float32 below -2**23 is an integer (a pole); float64 could loop for ever
+
+
 def _zeta_lower(x, q):
-    return jsp.zeta(x, q)
+    # NOTE: as PyTorch (Cephes): inf at x = 1 and at the poles q = 0, -1, -2, ... (and -inf), NaN at x < 1 and at
+    # another q < 0 unless x is an integer; then q is first moved past 0 by zeta(x, q) = q ** -x + zeta(x, q + 1),
+    # since jax's series is accurate for q > 0 only (up to _ZETA_MAX_SHIFT steps; NaN beyond)
+    x, q = jnp.broadcast_arrays(x, q)
+    pole = (q <= 0) & (jnp.floor(q) == q)
+    shifted = (q < 0) & ~pole & (jnp.floor(x) == x)
+
+    def body(carry):
+        a, head, steps = carry
+        move = a < 0
+        return jnp.where(move, a + 1, a), head + jnp.where(move, jnp.power(a, -x), 0), steps + 1
+
+    def more(carry):
+        return jnp.any(carry[0] < 0) & (carry[2] < _ZETA_MAX_SHIFT)
+
+    a, head, _ = lax.while_loop(more, body, (jnp.where(shifted, q, 1), jnp.zeros_like(q), 0))
+    out = jnp.where(shifted, jnp.where(a < 0, jnp.nan, head + jsp.zeta(x, a)), jsp.zeta(x, jnp.where(pole, 1, q)))
+    far = (1 / (x - 1) + 1 / (2 * q)) * jnp.power(q, 1 - x)  # NOTE: Cephes' expansion at q > 1e8 (jax's gives 0);
+    out = jnp.where((q > 1e8) & (q < jnp.inf), far, out)  # NaN at q = inf, as PyTorch's series
+    out = jnp.where(pole, jnp.inf, jnp.where((q < 0) & ~shifted, jnp.nan, out))
+    return jnp.where(x == 1, jnp.inf, jnp.where(x < 1, jnp.nan, out)).astype(q.dtype)
 
 
 def _zeta_jvp_x(t, x, q):

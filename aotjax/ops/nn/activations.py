@@ -13,6 +13,7 @@ from aotjax.ops.base import autocast
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.base.frontend import canonical_dim, to_dtype
 from aotjax.ops.base.promotion import is_float
+from aotjax.ops.calls.eager_fusion import fused_when_eager
 from aotjax.ops.math.elementwise import where as select
 from aotjax.ops.random.generator import draw_key
 from aotjax.ops.random.keys import uniform
@@ -368,6 +369,7 @@ def _float_input(op: str, x, dtype=None):
 
 # -- softmax ---------------------------------------------------------------------------------------
 @autocast.float32_on_gpu
+@fused_when_eager("SoftmaxBackward0")
 def softmax(input, dim: int, dtype=None):
     """`exp(x) / sum(exp(x))` along `dim`, computed stably (the max is subtracted first).
 
@@ -385,6 +387,7 @@ def softmax(input, dim: int, dtype=None):
 
 
 @autocast.float32_on_gpu
+@fused_when_eager("LogSoftmaxBackward0")
 def log_softmax(input, dim: int, dtype=None):
     """`log(softmax(x, dim))`, computed stably as `x - max - log(sum(exp(x - max)))`.
 

@@ -13,6 +13,7 @@ from aotjax.core.source_info import where
 from aotjax.ops.base import autocast
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.base.promotion import is_float
+from aotjax.ops.calls.eager_fusion import fused_when_eager
 from aotjax.ops.creation.factories import ones, zeros
 from aotjax.ops.linalg.matmul import linear
 from aotjax.ops.nn.activations import softmax
@@ -37,6 +38,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     >>> aotjax.nn.functional.scaled_dot_product_attention(q, q, q).shape
     (1, 2, 4)
     """
+    if dropout_p > 0.0:
+        return _attention(query, key, value, attn_mask, dropout_p, is_causal, scale, dropout_key)
+    return _attention_fused(query, key, value, attn_mask, 0.0, is_causal, scale, None)
+
+
+def _attention(query, key, value, attn_mask, dropout_p: float, is_causal: bool, scale, dropout_key):
     query, key, value = as_tensor(query), as_tensor(key), as_tensor(value)
     if min(query.ndim, key.ndim, value.ndim) < 2:
         raise ShapeError(f"scaled_dot_product_attention: query, key and value need at least 2 dims, got "
@@ -61,6 +68,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
                             f"{where()}; aotjax has no global RNG state")
         weights = dropout(weights, dropout_p, key=dropout_key)
     return weights @ value
+
+
+# NOTE: without dropout, attention is one program eagerly (with it, the key is drawn per call)
+_attention_fused = fused_when_eager("ScaledDotProductFlashAttentionForCpuBackward0")(_attention)
 
 
 # -- multi-head attention -------------------------------------------------------------------------------------------

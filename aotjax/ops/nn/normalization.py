@@ -6,6 +6,7 @@ ops.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from aotjax.ops.base import autocast
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.base.frontend import canonical_dim
 from aotjax.ops.base.promotion import category, default_int_dtype
+from aotjax.ops.calls.eager_fusion import fused_when_eager
 from aotjax.ops.creation.factories import arange, zeros
 from aotjax.ops.indexing.subscripts import check_index
 from aotjax.ops.math.elementwise import where as select
@@ -195,12 +197,21 @@ def _feature_dropout(op: str, x, p: float, training: bool, inplace: bool, spatia
         return x
     if spatial is None:  # elementwise (alpha_dropout)
         mask_shape = tuple(x.shape)
-    else:
-        if x.ndim not in (spatial + 1, spatial + 2):
-            raise ShapeError(f"{op}: expected a {spatial + 2}-D (batched) or {spatial + 1}-D (unbatched) input, got "
-                             f"shape {list(x.shape)}{where()}")
+    elif x.ndim in (spatial + 1, spatial + 2) and (spatial, x.ndim) != (2, 3):
         lead = x.ndim - spatial
         mask_shape = tuple(x.shape[:lead]) + (1,) * spatial
+    elif spatial == 1 or x.ndim < 2:
+        raise ShapeError(f"{op}: expected a {spatial + 2}-D (batched) or {spatial + 1}-D (unbatched) input, got "
+                         f"shape {list(x.shape)}{where()}")
+    else:  # NOTE: torch's deprecated readings, with its warnings: dims 0 and 1 are the batch and the channels
+        if (spatial, x.ndim) == (2, 3):
+            warnings.warn(f"{op}: Received a 3D input to {op} and assuming that channel-wise 1D dropout behavior is "
+                          f"desired - input is interpreted as shape (N, C, L), where C is the channel dim{where()}",
+                          UserWarning, stacklevel=3)
+        else:
+            warnings.warn(f"{op}: Received a {x.ndim}-D input to {op}, which is deprecated and will result in an "
+                          f"error in a future release{where()}; use dropout instead", UserWarning, stacklevel=3)
+        mask_shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2)
     k = draw_key(op, generator, key)
     if p == 1.0:
         keep = zeros(*mask_shape, dtype=x.dtype)
@@ -351,6 +362,7 @@ def _normalized_dims(op: str, x, normalized_shape) -> tuple[int, ...]:
 
 
 @autocast.float32_on_gpu
+@fused_when_eager("NativeLayerNormBackward0")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     """Normalizes over the trailing `normalized_shape` dims to mean 0 and variance 1 (biased), then
     applies the elementwise affine `weight` and `bias` if given.
@@ -370,6 +382,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
 
 
 @autocast.float32_on_gpu
+@fused_when_eager("MulBackward0")
 def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
     """`x / sqrt(mean(x**2) + eps)` over the trailing `normalized_shape` dims, times `weight` if
     given; `eps` defaults to the machine epsilon of `x`'s dtype (as in PyTorch).

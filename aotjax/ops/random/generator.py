@@ -177,14 +177,18 @@ def randn(*size, generator: Generator | None = None, dtype=None) -> Tensor:
 
 
 @factory
-def randint(low: int, high: int | None = None, size=None, *, generator: Generator | None = None,
+def randint(low: int = 0, high: int | None = None, size=None, *, generator: Generator | None = None,
             dtype=None) -> Tensor:
     """Integers uniform in [low, high) of shape `size`, as `torch.randint(low=0, high, size)` (the default int
     dtype unless `dtype`)."""
-    if size is None:  # NOTE: randint(high, size)
+    if high is None and size is not None:  # NOTE: randint(high, size=size)
+        low, high = 0, low
+    elif size is None:  # NOTE: randint(high, size)
         low, high, size = 0, low, high
-    if size is None:
+    if size is None or high is None:
         raise TypeError(f"randint: a size is required: randint(low, high, size) or randint(high, size){where()}")
+    if isinstance(low, int) and isinstance(high, int) and not low < high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}{where()}")
     return random.randint(draw_key("randint", generator), _size((size,)), low, high,
                           default_int_dtype() if dtype is None else dtype)
 

@@ -20,7 +20,7 @@ from aotjax.ops.base.casts import convert
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.base.frontend import to_dtype
 from aotjax.ops.base.promotion import _BOOL, _FLOAT, category
-from aotjax.ops.linalg.decompositions import vector_norm
+from aotjax.ops.linalg.norms import vector_norm
 from aotjax.ops.math.elementwise import abs, div, maximum, mul, neg, sqrt, sub, where
 from aotjax.ops.math.functions import logaddexp as _logaddexp
 from aotjax.ops.nn.activations import log_softmax as _log_softmax

@@ -12,11 +12,13 @@ A worker that raises passes its exception on (re-raised here, with the worker's 
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
 import multiprocessing.context
 import pickle
 import queue
+import sys
 import time
 import weakref
 
@@ -53,8 +55,9 @@ class WorkerPoolIter:
                                      args=(bool(jax.config.jax_enable_x64), spec_bytes, i, self._tasks[i],
                                            self._results))
                          for i in range(n)]
-        for w in self._workers:
-            w.start()
+        with _main_hidden_unless_named(spec_bytes):
+            for w in self._workers:
+                _start(w)
         self._stop = weakref.finalize(self, _shutdown, self._workers, self._tasks, self._results)
         self._epoch = -1
         self.reset()
@@ -167,6 +170,40 @@ def default_context() -> multiprocessing.context.BaseContext:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["aotjax"])
     return ctx
+
+
+@contextlib.contextmanager
+def _main_hidden_unless_named(spec_bytes: bytes):
+    """Workers start without running the user's script again, unless what they receive refers to it.
+
+    NOTE: 'spawn' and 'forkserver' import `__main__` in each worker (as `__mp_main__`, from its `__file__` or its
+    `__spec__`), and a script without an `if __name__ == "__main__":` guard does not survive that: its top level
+    starts the training again (PyTorch's workers, forked on Linux, never run it). The script is needed only where
+    the pickled dataset, collate_fn or worker_init_fn names something defined in it, so otherwise its `__file__`
+    and `__spec__` are hidden from multiprocessing while the workers start."""
+    main = sys.modules.get("__main__")
+    hidden = {name: getattr(main, name) for name in ("__file__", "__spec__") if getattr(main, name, None) is not None}
+    if not hidden or b"__main__" in spec_bytes:
+        yield
+        return
+    for name in hidden:
+        setattr(main, name, None) if name == "__spec__" else delattr(main, name)
+    try:
+        yield
+    finally:
+        for name, value in hidden.items():
+            setattr(main, name, value)
+
+
+def _start(worker) -> None:
+    try:
+        worker.start()
+    except (BrokenPipeError, EOFError, ConnectionError) as e:
+        raise RuntimeError(f"DataLoader worker (pid {worker.pid}) exited while starting{where()}: a worker imports "
+                           f"the script that defines the dataset, collate_fn or worker_init_fn, and a script that "
+                           f"starts a DataLoader at its top level starts it again there. Put the script's top-level "
+                           f"code under `if __name__ == '__main__':`, define the dataset in a module of its own, or "
+                           f"pass num_workers=0") from e
 
 
 def _pickled_spec(spec: WorkerSpec, n: int) -> bytes:
