@@ -174,6 +174,7 @@ def timeline(orders, cost: dict) -> tuple[float, float]:
 def run_schedule(orders, splits, weights, xs, targets):
     """Run per-stage `orders` for real (in an order that respects their dependencies): the mean loss and each
     stage's weight gradients summed over micro-batches (divided by their count: the gradient of the mean)."""
+    import aotjax
     stages, m = len(orders), len(xs)
     acts, saved, cts, pending_w = {}, {}, {}, {}
     grads = [None] * stages
@@ -199,53 +200,36 @@ def run_schedule(orders, splits, weights, xs, targets):
         if kind == "F":
             x = (xs[i] if s == 0 else acts[(s - 1, i)]).to(device)
             args = (x, w, targets[i]) if s == stages - 1 else (x, w)
-            primals = _primals(split, args)
+            primals = split.primals(*args)
             outs = split.forward(*primals)
             acts[(s, i)] = outs[0]
-            saved[(s, i)] = split._lowered.residuals_from(primals, outs)
+            saved[(s, i)] = (primals, outs)
             if s == stages - 1:
                 losses.append(outs[0])
             continue
         if kind in ("B", "BW"):
-            ct = aotjax_ones_like(acts[(s, i)]) / m if s == stages - 1 else cts[(s + 1, i)].to(device)
-            bwd_in = [*saved.pop((s, i)), ct]
-            first = split.backward_inputs(*bwd_in)
-            n = len(split.input_groups)
-            cts[(s, i)] = first[0] if n else None
-            pending_w[(s, i)] = ([bwd_in[k] for k in split._reads], first[n:])
+            ct = aotjax.ones_like(acts[(s, i)]) / m if s == stages - 1 else cts[(s + 1, i)].to(device)
+            bwd_in = split.backward_inputs_from(*saved.pop((s, i)), [ct])
+            input_grads, pending_w[(s, i)] = split.split_results(bwd_in, split.backward_inputs(*bwd_in))
+            cts[(s, i)] = input_grads[0] if input_grads else None
         if kind in ("W", "BW"):
-            reads, intermediates = pending_w.pop((s, i))
-            wg = split.backward_weights(*reads, *intermediates)
+            wg = split.backward_weights(*pending_w.pop((s, i)))
             grads[s] = wg if grads[s] is None else [a + b for a, b in zip(grads[s], wg)]
     return sum(float(v.item()) for v in losses) / m, grads
 
 
-def _primals(split, args):
-    import jax
-
-    from aotjax.runtime import boundary
-    leaves = jax.tree_util.tree_leaves((args, {}))
-    return [boundary.group_base(g, leaves) for g in split._lowered.meta.groups]
-
-
-def aotjax_ones_like(t):
-    import aotjax
-    return aotjax.ones_like(t)
-
-
 def measure(splits, weights, xs, targets, repeat: int) -> dict:
     """Per stage, the median time of its forward, dI and dW programs (seconds), each run `repeat` times."""
+    import aotjax
     cost: dict = {"F": [], "B": [], "W": []}
     for s, split in enumerate(splits):
         w = weights[s]
         x = xs[0].to(w["w1"].device)
         args = (x, w, targets[0]) if s == len(splits) - 1 else (x, w)
-        primals = _primals(split, args)
+        primals = split.primals(*args)
         outs = split.forward(*primals)
-        bwd_in = [*split._lowered.residuals_from(primals, outs), aotjax_ones_like(outs[0])]
-        first = split.backward_inputs(*bwd_in)
-        n = len(split.input_groups)
-        w_in = [*[bwd_in[k] for k in split._reads], *first[n:]]
+        bwd_in = split.backward_inputs_from(primals, outs, [aotjax.ones_like(outs[0])])
+        _, w_in = split.split_results(bwd_in, split.backward_inputs(*bwd_in))
         for kind, fn, a in (("F", split.forward, primals), ("B", split.backward_inputs, bwd_in),
                             ("W", split.backward_weights, w_in)):
             times = []

@@ -111,9 +111,8 @@ def test_the_programs_run_under_jit_and_take_a_cotangent():
     ex, ew = vjp(ct)
     np.testing.assert_allclose(dx.numpy(), ex.numpy(), rtol=1e-6)
     np.testing.assert_allclose(dw.numpy(), ew.numpy(), rtol=1e-6)
-    fw = split.forward(x, w)
-    residuals = split._lowered.residuals_from([x, w], fw)
-    jitted = aotjax.jit(lambda *a: split.backward_inputs(*a))(*residuals, ct)
+    bwd_in = split.backward_inputs_from(split.primals(x, w), split.forward(*split.primals(x, w)), [ct])
+    jitted = aotjax.jit(lambda *a: split.backward_inputs(*a))(*bwd_in)
     np.testing.assert_allclose(jitted[0].numpy(), dx.numpy(), rtol=1e-6)
     with pytest.raises(TypeError, match="pass cotangent="):
         split.run(x, w)

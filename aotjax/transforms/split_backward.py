@@ -99,20 +99,29 @@ class BackwardSplit:
         for, in the same structure), then `backward_inputs`, then `backward_weights`. `cotangent`: one tensor per
         differentiated output (`cotangent_names`), or one tensor for a single one; default: 1 for a single scalar
         output (as `grad`). `input_grads` and `weight_grads` are lists in argument order."""
+        primals = self.primals(*args)
+        outs = self.forward(*primals)
+        n_out = self._lowered.num_forward_outputs
+        bwd_in = self.backward_inputs_from(primals, outs, self._cotangents(outs[:n_out], cotangent))
+        input_grads, w_in = self.split_results(bwd_in, self.backward_inputs(*bwd_in))
+        return outs[:n_out], input_grads, self.backward_weights(*w_in)
+
+    def primals(self, *args) -> list:
+        """`forward`'s inputs for a call with `args` (the arguments as the function takes them)."""
         lowered = self._lowered
         dynamic = tuple(a for i, a in enumerate(args) if i not in lowered._static_positions)
         leaves = jax.tree_util.tree_leaves((dynamic, {}))
-        meta = lowered.meta
-        primals = [boundary.group_base(g, leaves) for g in meta.groups]
-        outs = self.forward(*primals)
-        n_out = lowered.num_forward_outputs
-        cotangents = self._cotangents(outs[:n_out], cotangent)
-        residuals = lowered.residuals_from(primals, outs)
-        bwd_in = [*residuals, *cotangents]
-        first = self.backward_inputs(*bwd_in)
-        input_grads, intermediates = first[:self._n_inputs_out], first[self._n_inputs_out:]
-        weight_grads = self.backward_weights(*[bwd_in[i] for i in self._reads], *intermediates)
-        return outs[:n_out], input_grads, weight_grads
+        return [boundary.group_base(g, leaves) for g in lowered.meta.groups]
+
+    def backward_inputs_from(self, primals: Sequence, forward_outputs: Sequence, cotangents: Sequence) -> list:
+        """`backward_inputs`' inputs: the residuals (from `forward`'s inputs and outputs), then `cotangents`."""
+        return [*self._lowered.residuals_from(primals, forward_outputs), *cotangents]
+
+    def split_results(self, backward_in: Sequence, results: Sequence) -> tuple[list, list]:
+        """`(input cotangents, backward_weights' inputs)` from `backward_inputs`' inputs and results: what a schedule
+        passes back to the previous stage, and what it keeps for the deferred weight gradients."""
+        n = len(self.input_groups)
+        return list(results[:n]), [*(backward_in[i] for i in self._reads), *results[n:]]
 
     def _cotangents(self, outputs: list, cotangent) -> list:
         diff_out = self._lowered._vjp.diff_out

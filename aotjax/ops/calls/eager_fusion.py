@@ -119,13 +119,9 @@ def _signature(args: tuple, kwargs: dict):
 
 def _add(v, key: list, tensors: list) -> bool:
     t = type(v)
-    if t is Tensor:
-        tensors.append(v)
-        key.append((Tensor, v.shape, v.dtype))
-        return True
-    if isinstance(v, Tracer):
-        return False
-    if isinstance(v, Tensor):  # NOTE: a Parameter (a Tensor subclass) is a tensor operand like any
+    if isinstance(v, Tensor):  # NOTE: a Parameter or a tensor that requires grad too; a tracer is not eager
+        if isinstance(v, Tracer):
+            return False
         tensors.append(v)
         key.append((Tensor, v.shape, v.dtype))
         return True
