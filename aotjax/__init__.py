@@ -18,6 +18,7 @@ try:
     import aotjax.autograd.tensor_methods  # noqa: F401  (Tensor's autograd attributes)
     import aotjax.backends as backends  # noqa: F401  (torch.backends: precision flags a script sets)
     import aotjax.cuda as cuda  # noqa: F401  (torch.cuda: is_available() and what a script asks of a GPU)
+    import aotjax.distributed as distributed  # noqa: F401  (torch.distributed: many processes on JAX's runtime)
     import aotjax.fft as fft  # noqa: F401  (the public torch.fft namespace, not the aotjax.ops.fft.fourier family)
     import aotjax.func as func  # noqa: F401
     import aotjax.linalg as linalg  # noqa: F401  (the public torch.linalg namespace, not the aotjax.ops.linalg.matmul family)
@@ -32,6 +33,7 @@ try:
     from aotjax import lax  # noqa: F401,E402
     from aotjax.amp import autocast, cpu_amp  # noqa: F401
     from aotjax.backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: F401
+    from aotjax.checkpointing import load, save  # noqa: F401  (torch.save/torch.load; orbax imported on first use)
     from aotjax.core import ClosedJaxpr, Jaxpr, ShapedArray, eval_jaxpr, typecheck
     from aotjax.core.checks import config  # noqa: F401
     from aotjax.dtypes import *  # noqa: F401,F403

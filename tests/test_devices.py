@@ -76,6 +76,17 @@ PROGRAM = textwrap.dedent("""
     aotjax.jit(lambda a: a[1:3].add_(1))(t)
     np.testing.assert_allclose(t[:, 0].numpy(), [0, 3, 41, 60, 80, 100, 12, 14])
     assert t.sharding == rows, t.sharding
+
+    # an eager in-place write keeps the written tensor's own placement, as torch's copy_ keeps its device
+    a = aotjax.zeros(8).to(rows)
+    grid = Mesh(np.array(jax.devices()).reshape(2, 4), ("x", "y"))
+    b = aotjax.device_put(aotjax.arange(8.0), NamedSharding(grid, P("y")))
+    a.copy_(b)
+    a[:4].copy_(b[4:])
+    assert a.sharding == rows and a.tolist() == [4, 5, 6, 7, 4, 5, 6, 7], (a.sharding, a.tolist())
+    e = aotjax.device_put(aotjax.zeros(8), jax.devices()[3])
+    e.copy_(aotjax.ones(8)); e.add_(aotjax.ones(8).to(jax.devices()[3]))
+    assert e.devices() == {jax.devices()[3]} and e.tolist() == [2.0] * 8, e.devices()
     print("ok")
 """)
 

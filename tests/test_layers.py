@@ -34,6 +34,11 @@ LAYERS = {
     "aotjax.runtime": 4,
     "aotjax.transforms": 4,
     "aotjax.partition": 4,
+    # the processes' runtime and the check that they compile one program, which jit and aot call
+    "aotjax.distributed.runtime": 4,
+    "aotjax.distributed.program_check": 4,
+    "aotjax.distributed": 5,  # global tensors, torch.distributed's names
+    "aotjax.checkpointing": 5,  # aotjax.save / aotjax.load
     "aotjax.nn": 5,
     "aotjax.optim": 5,
     "aotjax.autograd.engine": 5,

@@ -123,7 +123,13 @@ def write(t: Tensor, new_value) -> None:
         raise AliasingError(f"in-place write to a {type(t).__name__}, which is immutable{where()}: "
                             f"convert it with aotjax.tensor(...) first")
     storage = t._storage
-    storage.base = views.write_through(apply, storage.base, t._chain, new_value) if t._chain else new_value
+    old = storage.base
+    new = views.write_through(apply, old, t._chain, new_value) if t._chain else new_value
+    if getattr(old, "_committed", False) and getattr(new, "sharding", old.sharding) != old.sharding:
+        # NOTE: as torch's `copy_`, a tensor placed on its device(s) keeps them when written; one never placed
+        # (jax's uncommitted array, on the default device) takes the written value's placement
+        new = jax.device_put(new, old.sharding)
+    storage.base = new
     storage.version += 1
     eager_writes[0] += 1
 

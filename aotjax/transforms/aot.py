@@ -70,6 +70,7 @@ from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer
 from aotjax.core.ir import ClosedJaxpr
 from aotjax.core.source_info import where
+from aotjax.distributed.program_check import check_same_program
 from aotjax.interpreters.partial_eval import partitioning_loop_bodies
 from aotjax.interpreters.trace import trace_flat
 from aotjax.lowering.to_jax import avals_to_structs, flat_function, xla_compiler
@@ -149,6 +150,7 @@ def _aot_passes(aot: "Aot", args, kwargs) -> "_AotEntry":
         staged = run_pass("aot: functionalize", stage_functionalized, aot.fun, args, kwargs,  # trace, functionalize
                           aot.static_argnums, "aot", show=attrgetter("jaxpr")).release()
     _check_no_traced_consts(staged)
+    check_same_program("aot", aot.fun, staged.jaxpr, (args, kwargs, staged.implicit))  # many processes: one program
     pure = staged.jaxpr.with_meta(donate=tuple(staged.meta.mutated))  # written inputs are donated
     if aot.decompositions:
         pure = run_pass("aot: decompose", apply_decompositions, pure, aot.decompositions)

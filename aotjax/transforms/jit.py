@@ -33,6 +33,7 @@ from aotjax.core.errors import UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer, _state
 from aotjax.core.source_info import where
+from aotjax.distributed.program_check import check_same_program
 from aotjax.interpreters.batching import vmap_running
 from aotjax.interpreters.eval import read
 from aotjax.lowering.to_jax import CheckedProgram, avals_to_structs, flat_function, xla_compiler
@@ -418,6 +419,7 @@ class Jitted:
         with emit_checks(checks):
             staged = run_pass("jit: functionalize", stage_functionalized, self.fun, args, kwargs,  # the pure program
                               self.static_argnums, self.what, show=attrgetter("jaxpr")).release()
+        check_same_program(self.what, self.fun, staged.jaxpr, (args, kwargs, staged.implicit))  # many processes
         shardings = program_shardings(staged, self._dynamic(args, kwargs), self.in_shardings, self.out_shardings)
         return run_pass("jit: lower", _Entry, staged, self.donate, checks, shardings,  # jax.jit, donating
                         show=_lowered_program)
