@@ -92,6 +92,17 @@ def test_a_transformer_block_with_a_dict_of_weights():
         np.testing.assert_allclose(got.numpy(), gp[key].numpy(), rtol=1e-5, atol=1e-5)
 
 
+def _matmuls(jaxpr) -> int:
+    """The matrix products a program runs per pass (a loop body's counted once)."""
+    n = 0
+    for e in jaxpr.eqns:
+        n += e.primitive.name == "matmul"
+        for sub in e.params.values():
+            if hasattr(sub, "jaxpr") and hasattr(sub, "consts"):
+                n += _matmuls(sub)
+    return n
+
+
 def test_a_scanned_stack_of_layers():
     def f(x, ws):
         h, _ = aotjax.scan(lambda h, w: ((h @ w).tanh(), None), x, ws)
@@ -99,6 +110,33 @@ def test_a_scanned_stack_of_layers():
     args = (_t(3, 4), _t(5, 4, 4, seed=6))
     split = _check(f, args, weights=1)
     assert (5, 4, 4) not in _produced_shapes(split.backward_inputs.jaxpr)  # NOTE: no stacked weight gradient there
+    # the loop is split, not run twice: the weights' loop carries nothing and reads the input part's stacked values
+    (loop,) = [e for e in split.backward_weights.jaxpr.eqns if e.primitive.name == "scan"]
+    assert loop.params["num_carry"] == 0 and _matmuls(split.backward_weights.jaxpr) == 1
+    assert split.backward_weights.input_names[-1].startswith("intermediate[0] mul") and \
+        split.backward_weights.input_names[-1].endswith("stacked over 5 iterations")
+
+
+def test_a_scanned_stack_with_a_weight_every_layer_shares_and_layer_outputs():
+    def f(x, ws, u, b):  # u: one weight every layer uses (its cotangent is carried and summed); ys: per-layer outputs
+        def layer(h, w):
+            h = (h @ w + b).tanh() @ u
+            return h, h.sin()
+        h, ys = aotjax.scan(layer, x, ws)
+        return h.square().sum() + ys.cos().sum()
+    args = (_t(3, 4), _t(5, 4, 4, seed=6), _t(4, 4, seed=8), _t(4, seed=9))
+    split = _check(f, args, weights=(1, 2, 3))
+    lowered = aotjax.aot(f).lower(*args)
+    # NOTE: together the two parts run the backward's products once: none is recomputed
+    assert _matmuls(split.backward_inputs.jaxpr) + _matmuls(split.backward_weights.jaxpr) == \
+        _matmuls(lowered.backward)
+    carried = {tuple(v.aval.shape) for e in split.backward_weights.jaxpr.eqns if e.primitive.name == "scan"
+               for v in e.params["jaxpr"].jaxpr.invars[e.params["num_consts"]:][:e.params["num_carry"]]}
+    assert carried <= {(4, 4), (4,)}  # only the shared weights' summed cotangents, not the layer's input cotangent
+    reverse = aotjax.aot(lambda x, ws: aotjax.scan(lambda h, w: ((h @ w).sin(), h), x, ws, reverse=True)[1].sum())
+    split = reverse.lower(args[0], args[1]).split_backward(weights=1)
+    _check(lambda x, ws: aotjax.scan(lambda h, w: ((h @ w).sin(), h), x, ws, reverse=True)[1].sum(), args[:2], 1)
+    assert _matmuls(split.backward_weights.jaxpr) == 1
 
 
 def test_the_programs_run_under_jit_and_take_a_cotangent():

@@ -156,6 +156,20 @@ class DceRule(Protocol):
 dce_rules: dict[Any, DceRule] = {}
 
 
+class SplitRule(Protocol):
+    """`rule(eqn, first, second) -> (first_eqn, second_eqn) | None`: equation `eqn` (a loop) as two equations run one
+    after the other: `first_eqn` computes the outputs marked in `first` and returns besides, stacked over the
+    iterations, the values of the body the second part reads; `second_eqn` computes the outputs marked in `second` and
+    not in `first` from those, computing nothing `first_eqn` does. Their outputs are `eqn`'s (the same `Var` objects)
+    plus the stacked values (new ones). None when there is nothing to split. How a backward is split into its
+    input-gradient and weight-gradient programs (`aotjax.transforms.split_backward`) without running a loop twice."""
+
+    def __call__(self, eqn: "Eqn", first: list[bool], second: list[bool]) -> "tuple[Eqn, Eqn] | None": ...
+
+
+split_rules: dict[Any, SplitRule] = {}  # NOTE: as `dce_rules`: filled beside the loops (`scan`)
+
+
 def dce(eqns: list[Eqn], outvars: list) -> list[Eqn]:
     """The equations `outvars` need, in order (equations are pure: the others can go). An equation of a primitive
     with a rule in `dce_rules` is pruned inside too (a loop's unused carries and results)."""

@@ -14,9 +14,10 @@ later, in what would be a bubble. The split is of aot's backward program as the 
 
 Their results are exactly the backward's (the same equations, run in two programs): a weight used several times
 (tied) gets one cotangent, summed as the backward sums it. A loop (a `scan` over layers) whose body computes both is
-pruned twice by its DCE rule: `backward_inputs` runs the loop for the input cotangents only, and `backward_weights`
-runs it again for the weight cotangents (recomputing, inside its loop, the carried input cotangents each layer's
-weight gradient reads).
+split in two by its primitive's split rule (`aotjax.core.ir.split_rules`): `backward_inputs` runs the loop for the
+input cotangents and stacks, per iteration, the values the weight cotangents read (the cotangent entering each
+layer, ...); `backward_weights` runs a loop over those for the weight cotangents, carrying only the summed
+cotangents of weights every iteration shares. Nothing is computed twice.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import jax
 import numpy as np
 
 from aotjax.core.errors import AotjaxError
-from aotjax.core.ir import ClosedJaxpr, Jaxpr, Var, dce
+from aotjax.core.ir import ClosedJaxpr, Jaxpr, Var, dce, split_rules
 from aotjax.core.source_info import where
 from aotjax.ops.calls.compiled import Program, compiled_call_p
 from aotjax.ops.creation.factories import ones_like
@@ -167,30 +168,60 @@ def _weight_groups(lowered, weights: tuple) -> set[int]:
     return {gi for gi, g in enumerate(lowered.meta.groups) if any(idxs[0] in leaves for idxs in g.leaves)}
 
 
+def _split_loops(eqns: list, in_outs: list, w_outs: list) -> list:
+    """`eqns` with each loop both parts need (a `scan` over layers computing input and weight cotangents) replaced
+    by its two parts (`aotjax.core.ir.split_rules`): the first computes what the input cotangents need and stacks
+    the per-iteration values the second reads, so that the weights program does not run the loop again."""
+    first_used = {id(v) for e in dce(eqns, in_outs) for v in e.outputs}
+    second_used = {id(v) for e in dce(eqns, w_outs) for v in e.outputs}
+    out = []
+    for e in eqns:
+        rule = split_rules.get(e.primitive)
+        first = [id(v) in first_used for v in e.outputs]
+        second = [id(v) in second_used for v in e.outputs]
+        parts = rule(e, first, second) if rule is not None and any(first) and any(second) else None
+        out.extend(parts if parts is not None else [e])
+    return out
+
+
+def _describe(eqn, v: Var) -> str:
+    """What made `v`: its primitive, or the primitive's words for that output (a loop's stacked value)."""
+    describe = eqn.primitive.describe_output
+    return (describe and describe(eqn, next(k for k, o in enumerate(eqn.outputs) if o is v))) or eqn.primitive.name
+
+
+def _origins(eqns: list):
+    """`origin(eqn)`: the position in `eqns` of the equation `eqn` was pruned from (by `dce`: the same outputs)."""
+    position = {id(v): i for i, e in enumerate(eqns) for v in e.outputs}
+    return lambda e: position[id(e.outputs[0])] if e.outputs else id(e)
+
+
 def _split(backward: ClosedJaxpr, is_weight: list[bool], name: str):
     """`(inputs program, weights program, the backward inputs the weights program reads (positions), the names of the
     intermediates the inputs program returns for it)`."""
     j = backward.jaxpr
     in_outs = [v for v, w in zip(j.outvars, is_weight) if not w]
     w_outs = [v for v, w in zip(j.outvars, is_weight) if w]
-    inputs_eqns = dce(j.eqns, in_outs)
-    weights_eqns = dce(j.eqns, w_outs)
-    kept = {id(e) for e in inputs_eqns}
-    w_only = [e for e in weights_eqns if id(e) not in kept]
+    eqns = _split_loops(j.eqns, in_outs, w_outs)
+    origin = _origins(eqns)
+    firsts = {origin(e) for e in dce(eqns, in_outs)}  # what the input cotangents need: the inputs program runs it
+    w_only = [e for e in dce(eqns, w_outs) if origin(e) not in firsts]
     defined_w = {id(v) for e in w_only for v in e.outputs}
-    made_by_inputs = {id(v): e for e in inputs_eqns for v in e.outputs}
     invar_pos = {id(v): i for i, v in enumerate(j.invars)}
+    constvars = {id(v) for v in j.constvars}
     reads, intermediates, seen = [], [], set()
     for a in [x for e in w_only for x in e.inputs] + w_outs:
-        if not isinstance(a, Var) or id(a) in defined_w or id(a) in seen:
+        if not isinstance(a, Var) or id(a) in defined_w or id(a) in seen or id(a) in constvars:
             continue
         seen.add(id(a))
         if id(a) in invar_pos:
             reads.append(invar_pos[id(a)])
-        elif id(a) in made_by_inputs:
+        else:
             intermediates.append(a)
     reads.sort()
-    names = [f"intermediate[{k}] {made_by_inputs[id(v)].primitive.name}" for k, v in enumerate(intermediates)]
+    inputs_eqns = dce(eqns, in_outs + intermediates)
+    made_by_inputs = {id(v): e for e in inputs_eqns for v in e.outputs}
+    names = [f"intermediate[{k}] {_describe(made_by_inputs[id(v)], v)}" for k, v in enumerate(intermediates)]
     inputs_part = ClosedJaxpr(Jaxpr(j.constvars, j.invars, inputs_eqns, in_outs + intermediates), backward.consts,
                               meta=backward.meta.__class__(name=f"{name}_backward_inputs"))
     weights_part = ClosedJaxpr(Jaxpr(j.constvars, [j.invars[i] for i in reads] + intermediates, w_only, w_outs),

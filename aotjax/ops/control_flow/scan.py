@@ -35,7 +35,7 @@ from aotjax.core.checks import check_record
 from aotjax.core.errors import ShapeError, UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer
-from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, prune_jaxpr
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, prune_jaxpr, split_rules, used_inputs
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
 from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate
@@ -349,6 +349,77 @@ def _scan_dce(eqn: Eqn, used_outputs: list[bool]) -> Eqn:
                params, eqn.source_info)
 
 
+def _needed_carries(j: Jaxpr, num_consts: int, num_carry: int, used_outputs: list[bool],
+                    given=None) -> list[bool]:
+    """Which carries the outputs marked in `used_outputs` need, over all iterations (a fixed point); carries marked in
+    `given` are computed elsewhere (read, not carried, by these outputs)."""
+    given = given or [False] * num_carry
+    carry = [u and not g for u, g in zip(used_outputs[:num_carry], given)]
+    for _ in range(num_carry + 1):
+        read = used_inputs(j, carry + list(used_outputs[num_carry:]))[num_consts:num_consts + num_carry]
+        new = [c or (r and not g) for c, r, g in zip(carry, read, given)]
+        if new == carry:
+            break
+        carry = new
+    return carry
+
+
+def _scan_split(eqn: Eqn, first: list[bool], second: list[bool]):
+    """The scan as two scans (`aotjax.core.ir.SplitRule`): the first runs the body's part for the outputs `first`
+    marks and also returns, stacked over the iterations, the body's values the rest reads (a carried cotangent as it
+    enters each iteration, an intermediate product); the second runs the rest of the body on those, carrying only its
+    own carries (a tied weight's summed cotangent)."""
+    p = eqn.params
+    closed, num_consts, num_carry, length = p["jaxpr"], p["num_consts"], p["num_carry"], p["length"]
+    j = closed.jaxpr
+    carry1 = _needed_carries(j, num_consts, num_carry, first)
+    out1 = carry1 + list(first[num_carry:])
+    want = [s and not f for s, f in zip(second, out1)]
+    if not any(want):
+        return None
+    carry2 = _needed_carries(j, num_consts, num_carry, want, given=carry1)
+    out2 = carry2 + want[num_carry:]
+    origin = {id(v): i for i, e in enumerate(j.eqns) for v in e.outputs}
+    outvars1 = [v for v, k in zip(j.outvars, out1) if k]
+    firsts = {origin[id(e.outputs[0])] for e in dce(j.eqns, outvars1) if e.outputs}
+    outvars2 = [v for v, k in zip(j.outvars, out2) if k]
+    eqns2 = [e for e in dce(j.eqns, outvars2) if not e.outputs or origin[id(e.outputs[0])] not in firsts]
+    # what the second part reads from outside itself: its own carries, the scan's consts and xs, or the first's values
+    position = {id(v): i for i, v in enumerate(j.invars)}
+    defined2 = {id(v) for e in eqns2 for v in e.outputs}
+    constvars = {id(v) for v in j.constvars}
+    reads, stacked, seen = set(), [], set()
+    for a in [a for e in eqns2 for a in e.inputs] + outvars2:
+        if not isinstance(a, Var) or id(a) in defined2 or id(a) in constvars or id(a) in seen:
+            continue
+        seen.add(id(a))
+        i = position.get(id(a))
+        if i is not None and (i < num_consts or i >= num_consts + num_carry or carry2[i - num_consts]):
+            reads.add(i)  # a const, an xs slice or the second's own carry: passed to it as the scan had it
+        else:
+            stacked.append(a)  # made by the first part (or a carry it carries, as it enters the iteration)
+    # the first scan: its outputs, then the stacked values the second reads
+    body1_out = outvars1 + stacked
+    eqns1 = dce(j.eqns, body1_out)
+    read1 = used_inputs(Jaxpr(j.constvars, j.invars, eqns1, body1_out), [True] * len(body1_out))
+    keep1 = read1[:num_consts] + carry1 + read1[num_consts + num_carry:]
+    body1 = ClosedJaxpr(Jaxpr(j.constvars, [v for v, k in zip(j.invars, keep1) if k], eqns1, body1_out),
+                        closed.consts)
+    stacked_out = [Var(ShapedArray((length, *v.aval.shape), v.aval.dtype)) for v in stacked]
+    first_eqn = Eqn(scan_p, [a for a, k in zip(eqn.inputs, keep1) if k],
+                    [v for v, k in zip(eqn.outputs, out1) if k] + stacked_out,
+                    dict(p, jaxpr=body1, num_consts=sum(keep1[:num_consts]), num_carry=sum(carry1)), eqn.source_info)
+    # the second scan: the consts and carries it reads, then its xs: the scan's it reads and the stacked values
+    keep2 = [i in reads for i in range(len(j.invars))]
+    keep2[num_consts:num_consts + num_carry] = carry2
+    body2_in = [v for v, k in zip(j.invars, keep2) if k] + stacked
+    body2 = ClosedJaxpr(Jaxpr(j.constvars, body2_in, eqns2, outvars2), closed.consts)
+    second_eqn = Eqn(scan_p, [a for a, k in zip(eqn.inputs, keep2) if k] + stacked_out,
+                     [v for v, k in zip(eqn.outputs, out2) if k],
+                     dict(p, jaxpr=body2, num_consts=sum(keep2[:num_consts]), num_carry=sum(carry2)), eqn.source_info)
+    return first_eqn, second_eqn
+
+
 def _scan_describe_output(eqn: Eqn, k: int) -> str:
     """Output `k` of a scan in words: a carry after the last iteration, or what the body computes for a `y`
     (a stacked residual of a split loop: `tanh at model.py:14 (layer), stacked over 48 iterations`)."""
@@ -398,6 +469,7 @@ jvp_rules[scan_p] = _scan_jvp
 partial_eval_rules[scan_p] = _scan_partial_eval
 transpose_rules[scan_p] = _scan_transpose
 dce_rules[scan_p] = _scan_dce
+split_rules[scan_p] = _scan_split
 batching_rules[scan_p] = _scan_batch
 
 
