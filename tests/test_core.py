@@ -95,6 +95,18 @@ def test_escaped_tracer_is_reported():
         aotjax.make_jaxpr(lambda y: y + leaked[0])(aotjax.ones(2))
 
 
+def test_a_tensor_a_compiled_forward_stores_on_self_is_refused_when_used_eagerly():
+    class Cached(aotjax.nn.Module):
+        def forward(self, x):
+            self.cache = x * 2  # NOTE: a traced value kept past the call
+            return x + 1
+    m = Cached()
+    aotjax.jit(m)(aotjax.ones(2))
+    for use in (lambda: m.cache + 1, lambda: m.cache.exp(), lambda: aotjax.ones(2) * m.cache):
+        with pytest.raises(AotjaxError, match=r"escaped its transform: .* \(at test_core.py:\d+.*an attribute"):
+            use()
+
+
 def test_nested_make_jaxpr_captures_outer_tracers_as_constants():
     def outer(x):
         inner = aotjax.make_jaxpr(lambda y: y * x)(x)

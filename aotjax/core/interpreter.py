@@ -190,9 +190,20 @@ def find_top_trace(args) -> Trace:
     for a in args:
         if isinstance(a, Tracer):
             m = a._trace.main
+            if not m.active:
+                raise escaped(a)
             if m.level > top.level:
                 top = m
     return top.trace
+
+
+def escaped(val: "Tracer") -> AotjaxError:
+    """The error for a traced value used after its transform returned (kept in a global, a closure, an attribute)."""
+    return AotjaxError(
+        f"a traced value escaped its transform: a tensor traced by {type(val._trace).__name__} "
+        f"({val.aval.str_short()}) was used after that transform returned{where()}. Return it as an output of the "
+        f"transformed function instead of storing it in a global, a closure or an attribute (`self.cache = y` "
+        f"inside a compiled forward: return y and assign it after the call)")
 
 
 def staging() -> bool:
@@ -214,10 +225,7 @@ def full_raise(trace: Trace, val: Any) -> Any:
     if main is trace.main:
         return val
     if not main.active:
-        raise AotjaxError(
-            f"a traced value escaped its transform: a tensor traced by {type(val._trace).__name__} "
-            f"({val.aval.str_short()}) was used after that transform returned{where()}. Return it as an "
-            f"output instead of storing it in a global or a closure.")
+        raise escaped(val)
     if main.level < trace.main.level:
         return trace.lift(val)
     raise AotjaxError(f"values of two different transforms were mixed at the same level{where()}")
