@@ -340,6 +340,12 @@ class Optimizer:
         """One parameter's step, written nowhere: `(update to add, new state with the keys of state)`."""
         raise NotImplementedError
 
+    def _group_scalars(self, group: ParamGroup, states: list, hyper: dict) -> list | None:
+        """What the step of each stepping parameter of `group` (their `states`) computes from its state's scalars
+        alone, computed for all at once and passed to `_update` (one per parameter); None (the default): each
+        parameter computes its own."""
+        return None
+
     def _update(self, param: Tensor, grad: Tensor, state: dict, hyper: dict, group: ParamGroup) -> None:
         update, new = self._rule(param.detach(), grad, {k: v.detach() for k, v in state.items()}, hyper, group)
         param.add_(update)
@@ -605,10 +611,15 @@ def _update_all(opt: Optimizer, flat: list) -> None:
     index = 0
     for group in opt.param_groups:
         hyper = {k: _detach(group[k]) for k in type(opt).hyperparameters}
-        for p in group["params"]:
-            if flat[index] is not None:
-                opt._update(p, flat[index], opt.state[index], hyper, group)
-            index += 1
+        stepping = [index + k for k in range(len(group["params"])) if flat[index + k] is not None]
+        shared = opt._group_scalars(group, [opt.state[i] for i in stepping], hyper)
+        for k, i in enumerate(stepping):
+            p = group["params"][i - index]
+            if shared is None:
+                opt._update(p, flat[i], opt.state[i], hyper, group)
+            else:
+                opt._update(p, flat[i], opt.state[i], hyper, group, shared[k])
+        index += len(group["params"])
 
 
 def _update_all_without_grad(opt: Optimizer, flat: list) -> None:

@@ -5,9 +5,20 @@ hyperparameters as 0-d Tensors, gradients also passed to `step(grads)`."""
 from __future__ import annotations
 
 from aotjax.core.source_info import where
+from aotjax.ops.base.promotion import result_type
 from aotjax.ops.creation.factories import ones, zeros, zeros_like
+from aotjax.ops.shape.copies import stack
 from aotjax.optim.optimizer import Optimizer, _as_number, _check_betas, _check_nonnegative
-from aotjax.optim.updates import adam_update, adamax_update, asgd_update, nadam_update, radam_update, sgd_update
+from aotjax.optim.updates import (
+    AdamScalars,
+    adam_scalars,
+    adam_update,
+    adamax_update,
+    asgd_update,
+    nadam_update,
+    radam_update,
+    sgd_update,
+)
 
 __all__ = ["SGD", "ASGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam"]
 
@@ -153,14 +164,30 @@ class Adam(_AdamFamily):
             state["max_exp_avg_sq"] = zeros_like(param)
         return state
 
-    def _update(self, param, grad, state, hyper, group):
+    def _group_scalars(self, group, states: list, hyper: dict):
+        """The step's scalars of the group's stepping parameters (their `states`), computed for all at once from
+        their stacked step counts (each parameter keeps its own count, as torch's); None to leave each parameter
+        to compute its own (one parameter, or counts of different dtypes, as a loaded state may have)."""
+        steps = [s["step"].detach() for s in states]
+        if len(steps) < 2 or any(t.shape != () or t.dtype != steps[0].dtype for t in steps) or \
+                not steps[0].is_floating_point():
+            return None
+        beta1, beta2 = hyper["betas"]
+        # NOTE: in the dtype one parameter's 0-d ops give (a float64 `lr` tensor makes them float64, as torch's
+        # Python-float bias corrections), not the vector's: a 0-d tensor does not promote a vector
+        dtype = result_type(steps[0], hyper["lr"], beta1, beta2)
+        s = adam_scalars(stack(steps).to(dtype), lr=hyper["lr"], beta1=beta1, beta2=beta2, like=steps[0])
+        return [AdamScalars(s.step[i], s.step_size[i], s.bias_correction2_sqrt[i]) for i in range(len(steps))]
+
+    def _update(self, param, grad, state, hyper, group, scalars=None):
         beta1, beta2 = hyper["betas"]
         max_sq = state.get("max_exp_avg_sq")
         update, *new = adam_update(
             param.detach(), grad, state["exp_avg"].detach(), state["exp_avg_sq"].detach(),
             None if max_sq is None else max_sq.detach(), state["step"].detach(), lr=hyper["lr"], beta1=beta1,
             beta2=beta2, eps=hyper["eps"], weight_decay=hyper["weight_decay"],
-            decoupled=group["decoupled_weight_decay"], amsgrad=group["amsgrad"], maximize=group["maximize"])
+            decoupled=group["decoupled_weight_decay"], amsgrad=group["amsgrad"], maximize=group["maximize"],
+            scalars=scalars)
         param.add_(update)
         for key, value in zip(("exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"), new):
             if key in state:
