@@ -29,9 +29,19 @@ the caller's module.
 >>> y = aotjax.jit(lambda m, x: m(x))(m, aotjax.ones(2))
 >>> m.calls.item()
 1
+
+Hooks, as torch's: `register_forward_pre_hook`, `register_forward_hook`, `register_full_backward_pre_hook`,
+`register_full_backward_hook` (and the global `register_module_*` functions), kept in the dicts torch names
+(`_forward_hooks`, ...), keyed by their `RemovableHandle`'s id. A module call with no hook anywhere is `forward`
+after one check. Forward hooks are plain Python: under a transform they run while the call is traced (seeing traced
+values) and are baked into the program; registering or removing one makes a new dict, so the compiled program's
+guard on the module sees it and traces again. Backward hooks run in an eager `backward()` (see
+`aotjax.nn.modules._backward_hook`).
 """
 from __future__ import annotations
 
+import warnings
+import weakref
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
@@ -40,16 +50,34 @@ import numpy as np
 
 from aotjax.autograd import graph
 from aotjax.core import call_epoch
+from aotjax.core.errors import UnsupportedError
 from aotjax.core.interpreter import Tracer, grad_mode
+from aotjax.core.source_info import where
 from aotjax.nn.parameter import Parameter
 from aotjax.ops.base.data import tensor
 from aotjax.ops.base.frontend import to_dtype
 from aotjax.ops.base.promotion import is_float
 from aotjax.tensor import Tensor
 
-__all__ = ["Module"]
+__all__ = ["Module", "RemovableHandle", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_full_backward_pre_hook", "register_module_full_backward_hook"]
 
 _STATE_DICTS = ("_parameters", "_buffers", "_modules")
+# every module's hook dicts (torch's names): hook id -> hook, or -> True for the flags of the `_with_kwargs` and
+# `_always_called` ones
+_HOOK_TABLES = ("_backward_pre_hooks", "_backward_hooks", "_forward_hooks", "_forward_hooks_with_kwargs",
+                "_forward_hooks_always_called", "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs",
+                "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+                "_load_state_dict_post_hooks")
+
+# the hooks of every module (`register_module_*`), run before each module's own
+_global_backward_pre_hooks: dict = OrderedDict()
+_global_backward_hooks: dict = OrderedDict()
+_global_forward_pre_hooks: dict = OrderedDict()
+_global_forward_hooks: dict = OrderedDict()
+_global_forward_hooks_always_called: dict = OrderedDict()
+_global_forward_hooks_with_kwargs: dict = OrderedDict()
+_hooks_seen = False  # NOTE: set by the first hook registered anywhere: until then a module call checks nothing else
 
 
 def _typename(value) -> str:
@@ -78,6 +106,208 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
+
+
+class RemovableHandle:
+    """What each `register_*_hook` returns: `remove()` unregisters the hook (again: nothing), as does leaving a
+    `with` block; `id` is the hook's key in the module's hook dict.
+
+    >>> fc = aotjax.nn.Linear(2, 2)
+    >>> with fc.register_forward_hook(lambda m, args, out: out * 0):
+    ...     fc(aotjax.ones(2)).sum().item()
+    0.0
+    >>> len(fc._forward_hooks)
+    0
+    """
+
+    next_id = 0
+
+    def __init__(self, module: "Module | None", tables: tuple):
+        self.id = RemovableHandle.next_id
+        RemovableHandle.next_id += 1
+        # NOTE: a module's hooks by its table names (a registration replaces the dict), the global hooks by dict
+        self._module = weakref.ref(module) if module is not None else None
+        self._tables = tables
+
+    def remove(self) -> None:
+        if self._module is None:
+            for table in self._tables:
+                table.pop(self.id, None)
+            return
+        module = self._module()
+        if module is not None:
+            _edit_hooks(module, self._tables, lambda hooks: hooks.pop(self.id, None))
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def _edit_hooks(module: "Module", tables: tuple, edit: Callable[[OrderedDict], Any]) -> None:
+    """Apply `edit` to copies of the module's hook dicts `tables`, which replace them.
+    NOTE: new dicts, not edited in place: a compiled program guards the module's hook dicts by identity, so it sees
+    a hook added or removed after it was traced (and traces again)."""
+    state = module.__dict__
+    for table in tables:
+        hooks = OrderedDict(getattr(module, table))
+        edit(hooks)
+        state[table] = hooks
+    call_epoch.module_changed()
+
+
+def _add_hook(module: "Module", table: str, hook: Callable, prepend: bool = False,
+              flags: tuple = ()) -> RemovableHandle:
+    """Register `hook` in the module's dict `table` (first with `prepend`), flagged True in each of `flags`."""
+    if not callable(hook):
+        raise TypeError(f"register{table[:-1]}: expected a callable hook, got {_typename(hook)}{where()}")
+    handle = RemovableHandle(module, (table, *flags))
+    _edit_hooks(module, (table,), lambda hooks: _put(hooks, handle.id, hook, prepend))
+    _edit_hooks(module, flags, lambda hooks: _put(hooks, handle.id, True, False))
+    _saw_hooks()
+    return handle
+
+
+def _put(hooks: OrderedDict, key: int, value, prepend: bool) -> None:
+    hooks[key] = value
+    if prepend:
+        hooks.move_to_end(key, last=False)
+
+
+def _saw_hooks() -> None:
+    global _hooks_seen
+    _hooks_seen = True
+
+
+def _add_global_hook(table: dict, hook: Callable, flags: tuple = ()) -> RemovableHandle:
+    if not callable(hook):
+        raise TypeError(f"register_module hook: expected a callable hook, got {_typename(hook)}{where()}")
+    handle = RemovableHandle(None, (table, *flags))
+    table[handle.id] = hook
+    for flag in flags:
+        flag[handle.id] = True
+    call_epoch.module_changed()
+    _saw_hooks()
+    return handle
+
+
+def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
+    """A forward pre-hook of every module (`Module.register_forward_pre_hook`), run before each module's own.
+    NOTE: a program compiled before it was registered does not run it (its guards read the modules, not this table).
+
+    >>> seen = []
+    >>> with aotjax.nn.modules.module.register_module_forward_pre_hook(lambda m, args: seen.append(type(m))):
+    ...     _ = aotjax.nn.ReLU()(aotjax.ones(1))
+    >>> seen
+    [<class 'aotjax.nn.modules.activation.ReLU'>]
+    """
+    return _add_global_hook(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook: Callable, *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
+    """A forward hook of every module (`Module.register_forward_hook`), run before each module's own."""
+    flags = ((_global_forward_hooks_with_kwargs,) if with_kwargs else ()) + \
+        ((_global_forward_hooks_always_called,) if always_call else ())
+    handle = _add_global_hook(_global_forward_hooks, hook, flags)
+    handle._tables = (_global_forward_hooks, _global_forward_hooks_with_kwargs, _global_forward_hooks_always_called)
+    return handle
+
+
+def register_module_full_backward_pre_hook(hook: Callable) -> RemovableHandle:
+    """A backward pre-hook of every module (`Module.register_full_backward_pre_hook`), run before each module's
+    own."""
+    return _add_global_hook(_global_backward_pre_hooks, hook)
+
+
+def register_module_full_backward_hook(hook: Callable) -> RemovableHandle:
+    """A backward hook of every module (`Module.register_full_backward_hook`), run before each module's own."""
+    return _add_global_hook(_global_backward_hooks, hook)
+
+
+class _WithModule:
+    """A load-state-dict pre-hook called with its module first (held weakly, as torch's)."""
+
+    def __init__(self, hook: Callable, module: "Module"):
+        self.hook, self.module = hook, weakref.ref(module)
+
+    def __call__(self, *args):
+        return self.hook(self.module(), *args)
+
+
+class _HookedCall:
+    """One module call with hooks (`Module._call_impl`): its arguments and result as the hooks replace them, and
+    the `always_call` forward hooks that already ran."""
+
+    __slots__ = ("module", "args", "kwargs", "result", "called")
+
+    def __init__(self, module: "Module", args: tuple, kwargs: dict):
+        self.module, self.args, self.kwargs, self.result, self.called = module, args, kwargs, None, set()
+
+    def run(self):
+        module = self.module
+        backward_pre_hooks = [*_global_backward_pre_hooks.values(), *module._backward_pre_hooks.values()]
+        backward_hooks = [*_global_backward_hooks.values(), *module._backward_hooks.values()]
+        self.run_pre_hooks()
+        backward = None
+        if backward_hooks or backward_pre_hooks:
+            from aotjax.nn.modules._backward_hook import BackwardHook  # NOTE: that package imports this module
+            backward = BackwardHook(module, backward_hooks, backward_pre_hooks)
+            self.args = backward.setup_input(self.args)
+        self.result = module.forward(*self.args, **self.kwargs)
+        self.run_forward_hooks()
+        if backward is not None:
+            self.result = backward.setup_output(self.result)
+        return self.result
+
+    def run_pre_hooks(self) -> None:
+        module = self.module
+        with_kwargs = module._forward_pre_hooks_with_kwargs
+        for hook_id, hook in (*_global_forward_pre_hooks.items(), *module._forward_pre_hooks.items()):
+            if hook_id in with_kwargs:
+                result = hook(module, self.args, self.kwargs)
+                if result is None:
+                    continue
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                       f"but got {result}.")
+                self.args, self.kwargs = result
+            else:
+                result = hook(module, self.args)
+                if result is not None:
+                    self.args = result if isinstance(result, tuple) else (result,)
+
+    def run_forward_hooks(self) -> None:
+        module = self.module
+        for hook_id, hook in (*_global_forward_hooks.items(), *module._forward_hooks.items()):
+            if hook_id in module._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called:
+                self.called.add(hook_id)
+            self.call_forward_hook(hook_id, hook)
+
+    def call_forward_hook(self, hook_id: int, hook: Callable) -> None:
+        module = self.module
+        if hook_id in module._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
+            result = hook(module, self.args, self.kwargs, self.result)
+        else:
+            result = hook(module, self.args, self.result)
+        if result is not None:
+            self.result = result
+
+    def run_always_called(self) -> None:
+        """After an error: the `always_call` forward hooks that did not run, global ones first; an error one of
+        them raises is a warning (the first error propagates)."""
+        module = self.module
+        for hooks, flags in ((_global_forward_hooks, _global_forward_hooks_always_called),
+                             (module._forward_hooks, module._forward_hooks_always_called)):
+            for hook_id, hook in list(hooks.items()):
+                if hook_id not in flags or hook_id in self.called:
+                    continue
+                try:
+                    self.call_forward_hook(hook_id, hook)
+                except Exception as e:
+                    warnings.warn(f"module forward hook with ``always_call=True`` raised an exception that was "
+                                  f"silenced as another error was raised in forward: {e}", stacklevel=4)
 
 
 def reset_grads(params, set_to_none: bool) -> None:
@@ -122,6 +352,8 @@ class Module:
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "_non_persistent_buffers_set", set())
+        for table in _HOOK_TABLES:
+            object.__setattr__(self, table, OrderedDict())
         object.__setattr__(self, "_modules", {})
 
     def __init_subclass__(cls, **kwargs):
@@ -139,7 +371,135 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        if _hooks_seen and (self._forward_pre_hooks or self._forward_hooks or self._backward_pre_hooks
+                            or self._backward_hooks or _global_forward_pre_hooks or _global_forward_hooks
+                            or _global_backward_pre_hooks or _global_backward_hooks):
+            return self._call_impl(*args, **kwargs)
         return self.forward(*args, **kwargs)
+
+    def _call_impl(self, *args, **kwargs):
+        """`forward` with the hooks around it, in torch's order: the forward pre-hooks (global ones first; a result
+        that is not None replaces the positional arguments, or `(args, kwargs)` with `with_kwargs`), the backward
+        hooks' setup on the inputs, `forward`, the forward hooks (a result that is not None replaces the output),
+        the backward hooks' setup on the outputs. If anything raises, the forward hooks registered with
+        `always_call=True` that have not run yet run before the error propagates."""
+        call = _HookedCall(self, args, kwargs)
+        try:
+            return call.run()
+        except Exception:
+            call.run_always_called()
+            raise
+
+    # -- hooks -------------------------------------------------------------------------------------
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """Call `hook(module, args)` before each `forward` (`hook(module, args, kwargs)` with `with_kwargs`); a
+        result that is not None replaces the positional arguments (a single value is wrapped in a tuple), or, with
+        `with_kwargs`, is the pair `(args, kwargs)` replacing both. `prepend` runs it before the hooks already
+        registered. Returns a `RemovableHandle`.
+
+        >>> fc = aotjax.nn.Linear(2, 1)
+        >>> h = fc.register_forward_pre_hook(lambda m, args: (args[0] * 0,))
+        >>> fc(aotjax.ones(2)).item() == fc.bias.item()
+        True
+        >>> h.remove()
+        """
+        flags = ("_forward_pre_hooks_with_kwargs",) if with_kwargs else ()
+        return _add_hook(self, "_forward_pre_hooks", hook, prepend, flags)
+
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """Call `hook(module, args, output)` after each `forward` (`hook(module, args, kwargs, output)` with
+        `with_kwargs`); a result that is not None replaces the output. `always_call` runs it even when the call
+        raises. Returns a `RemovableHandle`. Under a transform the hook runs while the call is traced and sees
+        traced values: return what it computes from the traced function rather than storing it.
+
+        >>> feats = {}
+        >>> net = aotjax.nn.Sequential(aotjax.nn.Linear(2, 3), aotjax.nn.ReLU())
+        >>> h = net[0].register_forward_hook(lambda m, args, out: feats.update(fc=out.detach()))
+        >>> _ = net(aotjax.ones(1, 2))
+        >>> feats["fc"].shape
+        (1, 3)
+        """
+        flags = (("_forward_hooks_with_kwargs",) if with_kwargs else ()) + \
+            (("_forward_hooks_always_called",) if always_call else ())
+        return _add_hook(self, "_forward_hooks", hook, prepend, flags)
+
+    def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call `hook(module, grad_output)` when the gradients with respect to the module's outputs are computed
+        (a tuple, one per output: None for a non-tensor output or one that got no gradient); a result that is not
+        None replaces them. Runs in an eager `backward()` / `autograd.grad` (a module with backward hooks cannot
+        be traced with grad enabled). Returns a `RemovableHandle`.
+
+        >>> fc = aotjax.nn.Linear(2, 1)
+        >>> h = fc.register_full_backward_pre_hook(lambda m, grad_output: (grad_output[0] * 0,))
+        >>> fc(aotjax.ones(1, 2, requires_grad=True)).sum().backward()
+        >>> fc.weight.grad
+        tensor([[0., 0.]])
+        """
+        return _add_hook(self, "_backward_pre_hooks", hook, prepend)
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call `hook(module, grad_input, grad_output)` when the gradients with respect to the module's positional
+        inputs are computed (tuples: None for a non-tensor argument, zeros for a tensor that does not require grad,
+        as torch's); a result that is not None replaces `grad_input`. If no input requires grad, it runs with the
+        output gradients and `grad_input` all None. Runs in an eager `backward()` / `autograd.grad`, as
+        `register_full_backward_pre_hook`. Returns a `RemovableHandle`.
+
+        >>> fc = aotjax.nn.Linear(2, 1)
+        >>> x = aotjax.ones(1, 2, requires_grad=True)
+        >>> h = fc.register_full_backward_hook(lambda m, grad_input, grad_output: (grad_input[0] * 10,))
+        >>> fc(x).sum().backward()
+        >>> bool((x.grad == fc.weight * 10).all())
+        True
+        """
+        return _add_hook(self, "_backward_hooks", hook, prepend)
+
+    def register_backward_hook(self, hook: Callable):
+        """Not supported: torch deprecates it; use `register_full_backward_hook`."""
+        raise UnsupportedError(f"register_backward_hook: torch's deprecated non-full backward hook is not supported "
+                               f"in {self._get_name()}{where()}; use register_full_backward_hook(hook), which calls "
+                               f"hook(module, grad_input, grad_output) with the gradients of the module's inputs")
+
+    def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, prefix, keep_vars)` at the start of `state_dict` (for each module it walks)."""
+        return _add_hook(self, "_state_dict_pre_hooks", hook)
+
+    def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, state_dict, prefix, local_metadata)` at the end of `state_dict` for this module; it
+        may edit `state_dict` in place and must return None."""
+        hook._from_public_api = True
+        return _add_hook(self, "_state_dict_hooks", hook)
+
+    def _register_state_dict_hook(self, hook: Callable) -> RemovableHandle:
+        """As `register_state_dict_post_hook`, but a result that is not None replaces the state dict (torch's
+        private form)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook that was previously "
+                               "registered via register_state_dict_post_hook")
+        return _add_hook(self, "_state_dict_hooks", hook)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)` before this module loads its entries of `state_dict` (which the hook may edit in place: rename
+        old keys)."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable, with_module: bool = False) -> RemovableHandle:
+        """As `register_load_state_dict_pre_hook`, the hook called without the module unless `with_module`."""
+        return _add_hook(self, "_load_state_dict_pre_hooks", _WithModule(hook, self) if with_module else hook)
+
+    def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Call `hook(module, incompatible_keys)` after this module and its submodules loaded a state dict;
+        `incompatible_keys.missing_keys` and `.unexpected_keys` are the lists so far (edit them in place: a strict
+        load checks them afterwards); the hook must return None.
+
+        >>> fc = aotjax.nn.Linear(1, 1)
+        >>> _ = fc.register_load_state_dict_post_hook(lambda m, keys: keys.missing_keys.clear())
+        >>> fc.load_state_dict({"weight": [[1.0]]})
+        <All keys matched successfully>
+        """
+        return _add_hook(self, "_load_state_dict_post_hooks", hook)
 
     # -- registration ------------------------------------------------------------------------------
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -212,6 +572,10 @@ class Module:
             table = state.get(kind)
             if table is not None and name in table:
                 return table[name]
+        if name in _HOOK_TABLE_SET and "_parameters" in state:  # NOTE: left out of the pytree when empty (or
+            # a module pickled before it had hook dicts): made on first read
+            hooks = state[name] = OrderedDict()
+            return hooks
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -411,6 +775,8 @@ class Module:
         """
         if destination is None:
             destination = OrderedDict()
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         for name, param in self._parameters.items():
             if param is not None:
                 destination[prefix + name] = param if keep_vars else param.detach()
@@ -420,6 +786,13 @@ class Module:
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            result = hook(self, destination, prefix, {"version": 1})
+            if getattr(hook, "_from_public_api", False):
+                if result is not None:
+                    raise RuntimeError("state_dict post-hook must return None")
+            elif result is not None:
+                destination = result
         return destination
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
@@ -455,6 +828,8 @@ class Module:
 
     def _load(self, state_dict: dict, prefix: str, assign: bool, missing: list, unexpected: list,
               errors: list) -> None:
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, {}, True, missing, unexpected, errors)
         local = {name: p for name, p in self._parameters.items() if p is not None}
         local.update((name, b) for name, b in self._buffers.items()
                      if b is not None and name not in self._non_persistent_buffers_set)
@@ -474,6 +849,11 @@ class Module:
                 child = prefix + name + "."
                 module._load({k: v for k, v in state_dict.items() if k.startswith(child)}, child, assign, missing,
                              unexpected, errors)
+        for hook in self._load_state_dict_post_hooks.values():
+            if hook(self, _IncompatibleKeys(missing, unexpected)) is not None:
+                raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not expected "
+                                     "to return new values, if incompatible_keys need to be modified, it should be "
+                                     "done inplace.")
 
     def _load_one(self, name: str, key: str, target: Tensor, value, assign: bool, errors: list) -> None:
         try:
@@ -711,10 +1091,19 @@ class _ModuleDef:
         return f"{self.cls.__name__}({', '.join(n for names in self.names for n in names)})"
 
 
+_STATE_DICT_SET, _HOOK_TABLE_SET = frozenset(_STATE_DICTS), frozenset(_HOOK_TABLES)
+
+
+def _attrs(state: dict) -> dict:
+    """A module's attributes but its tables of state and its empty hook dicts (an unflattened module makes those
+    again when read: `Module.__getattr__`), so two modules without hooks compare as cheaply as before hooks."""
+    return {k: v for k, v in state.items() if k not in _STATE_DICT_SET and (k not in _HOOK_TABLE_SET or v)}
+
+
 def _flatten_with_keys(module: Module):
     state = module.__dict__
     names = tuple(tuple(state[kind]) for kind in _STATE_DICTS)
-    attrs = {k: v for k, v in state.items() if k not in _STATE_DICTS}
+    attrs = _attrs(state)
     children = [(type(module)._pytree_key(name), table[name])
                 for kind, table in ((kind, state[kind]) for kind in _STATE_DICTS) for name in table]
     return children, _ModuleDef(type(module), names, attrs)
@@ -723,7 +1112,7 @@ def _flatten_with_keys(module: Module):
 def _flatten(module: Module):
     state = module.__dict__
     names = tuple(tuple(state[kind]) for kind in _STATE_DICTS)
-    attrs = {k: v for k, v in state.items() if k not in _STATE_DICTS}
+    attrs = _attrs(state)
     return [v for kind in _STATE_DICTS for v in state[kind].values()], _ModuleDef(type(module), names, attrs)
 
 

@@ -1,8 +1,9 @@
 """The layers of `aotjax.nn`, one file per family as in `torch.nn.modules`."""
-from aotjax.nn.modules.activation import GELU, MultiheadAttention, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from aotjax.nn.modules import module  # noqa: F401
+from aotjax.nn.modules.activation import GELU, MultiheadAttention, ReLU, Sigmoid, SiLU, Softmax, Softmax2d, Tanh
 from aotjax.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from aotjax.nn.modules.channelshuffle import ChannelShuffle
-from aotjax.nn.modules.container import ModuleDict, ModuleList, Sequential
+from aotjax.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from aotjax.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from aotjax.nn.modules.dropout import Dropout
 from aotjax.nn.modules.embedding_bag import EmbeddingBag
@@ -28,8 +29,12 @@ from aotjax.nn.modules.pooling import (
     AvgPool2d,
     AvgPool3d,
     Flatten,
+    Fold,
     FractionalMaxPool2d,
     FractionalMaxPool3d,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
@@ -37,7 +42,10 @@ from aotjax.nn.modules.pooling import (
     MaxUnpool2d,
     MaxUnpool3d,
     Unflatten,
+    Unfold,
     Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
     ZeroPad2d,
 )
 from aotjax.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
@@ -64,3 +72,5 @@ __all__ += _PADDING + ["PixelShuffle", "PixelUnshuffle", "BatchNorm3d"]
 __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]
+__all__ += ["ParameterList", "ParameterDict", "Fold", "Unfold", "Softmax2d", "UpsamplingNearest2d",
+            "UpsamplingBilinear2d", "LPPool1d", "LPPool2d", "LPPool3d"]

@@ -1,5 +1,5 @@
-"""Activation modules (`ReLU`, `GELU`, `SiLU`, `Tanh`, `Sigmoid`, `Softmax`) and `MultiheadAttention`, as
-`torch.nn`'s."""
+"""Activation modules (`ReLU`, `GELU`, `SiLU`, `Tanh`, `Sigmoid`, `Softmax`, `Softmax2d`) and `MultiheadAttention`,
+as `torch.nn`'s."""
 from __future__ import annotations
 
 import warnings
@@ -16,7 +16,7 @@ from aotjax.ops.math.elementwise import gelu, relu, relu_, sigmoid, silu, silu_,
 from aotjax.ops.nn.activations import softmax
 from aotjax.ops.nn.attention import multi_head_attention_forward
 
-__all__ = ["ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "MultiheadAttention"]
+__all__ = ["ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "Softmax2d", "MultiheadAttention"]
 
 
 class ReLU(Module):
@@ -118,6 +118,20 @@ class Softmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """`softmax` over the channels of each position: dim -3 of a `[N, C, H, W]` or `[C, H, W]` input, as
+    `torch.nn.Softmax2d`.
+
+    >>> aotjax.nn.Softmax2d()(aotjax.zeros(1, 2, 1, 1)).flatten()
+    tensor([0.5, 0.5])
+    """
+
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead{where()}")
+        return softmax(input, -3)
 
 
 class MultiheadAttention(Module):

@@ -1,6 +1,6 @@
-"""Pooling and reshaping layers, as `torch.nn`'s: `MaxPool1d/2d/3d`, `AvgPool1d/2d/3d`,
-`AdaptiveAvgPool1d/2d/3d`, `AdaptiveMaxPool1d/2d/3d`, `FractionalMaxPool2d/3d`, `MaxUnpool1d/2d/3d`, `Flatten`,
-`Unflatten`, `Upsample`, `ZeroPad2d`."""
+"""Pooling and reshaping layers, as `torch.nn`'s: `MaxPool1d/2d/3d`, `AvgPool1d/2d/3d`, `LPPool1d/2d/3d`,
+`AdaptiveAvgPool1d/2d/3d`, `AdaptiveMaxPool1d/2d/3d`, `FractionalMaxPool2d/3d`, `MaxUnpool1d/2d/3d`, `Fold`,
+`Unfold`, `Flatten`, `Unflatten`, `Upsample`, `UpsamplingNearest2d`, `UpsamplingBilinear2d`, `ZeroPad2d`."""
 from __future__ import annotations
 
 from aotjax.nn.module import Module
@@ -10,7 +10,8 @@ from aotjax.ops.nn.resampling import interpolate, pad
 __all__ = ["MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d",
            "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
            "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Flatten", "Unflatten", "Upsample",
-           "ZeroPad2d", "FractionalMaxPool2d", "FractionalMaxPool3d"]
+           "ZeroPad2d", "FractionalMaxPool2d", "FractionalMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "Fold",
+           "Unfold", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
 
 
 class _MaxPoolNd(Module):
@@ -269,6 +270,29 @@ class Upsample(Module):
         return f"{what}, mode={self.mode!r}"
 
 
+class UpsamplingNearest2d(Upsample):
+    """`Upsample` with `mode='nearest'` (of 4-D inputs), as `torch.nn.UpsamplingNearest2d`.
+
+    >>> aotjax.nn.UpsamplingNearest2d(scale_factor=2)(aotjax.ones(1, 1, 2, 2)).shape
+    (1, 1, 4, 4)
+    """
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """`Upsample` with `mode='bilinear'` and `align_corners=True` (of 4-D inputs), as
+    `torch.nn.UpsamplingBilinear2d`.
+
+    >>> aotjax.nn.UpsamplingBilinear2d(size=(1, 3))(aotjax.tensor([[[[0.0, 1.0]]]]))
+    tensor([[[[0. , 0.5, 1. ]]]])
+    """
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
 class ZeroPad2d(Module):
     """Pads the last two dims with zeros: `padding` an int or `(left, right, top, bottom)`, as
     `torch.nn.ZeroPad2d`.
@@ -382,3 +406,91 @@ class FractionalMaxPool3d(_FractionalMaxPoolNd):
     """
 
     _fn, _n = staticmethod(P.fractional_max_pool3d), 3
+
+
+class _LPPoolNd(Module):
+    _fn = None
+
+    def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def forward(self, input):
+        return type(self)._fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """`F.lp_pool1d` as a layer, as `torch.nn.LPPool1d`: `(sum x ** p) ** (1 / p)` over each window.
+
+    >>> aotjax.nn.LPPool1d(2, 2)(aotjax.tensor([[[3.0, 4.0]]]))
+    tensor([[[5.]]])
+    """
+
+    _fn = staticmethod(P.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    """`F.lp_pool2d` as a layer, as `torch.nn.LPPool2d`.
+
+    >>> aotjax.nn.LPPool2d(1, 2)(aotjax.ones(1, 1, 4, 4)).shape
+    (1, 1, 2, 2)
+    """
+
+    _fn = staticmethod(P.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    """`F.lp_pool3d` as a layer, as `torch.nn.LPPool3d`.
+
+    >>> aotjax.nn.LPPool3d(1, 2)(aotjax.ones(1, 1, 2, 2, 2)).flatten()
+    tensor([8.])
+    """
+
+    _fn = staticmethod(P.lp_pool3d)
+
+
+class Fold(Module):
+    """`F.fold` as a layer (col2im: columns `[N, C * kh * kw, L]` summed back into `output_size` images), as
+    `torch.nn.Fold`.
+
+    >>> aotjax.nn.Fold((3, 3), 2)(aotjax.ones(1, 4, 4))[0, 0]
+    tensor([[1., 2., 1.],
+            [2., 4., 2.],
+            [1., 2., 1.]])
+    """
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size, self.kernel_size, self.dilation = output_size, kernel_size, dilation
+        self.padding, self.stride = padding, stride
+
+    def forward(self, input):
+        return P.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+
+class Unfold(Module):
+    """`F.unfold` as a layer (im2col: the sliding blocks of `[N, C, H, W]` as columns `[N, C * kh * kw, L]`), as
+    `torch.nn.Unfold`.
+
+    >>> aotjax.nn.Unfold(2)(aotjax.ones(1, 3, 4, 4)).shape
+    (1, 12, 9)
+    """
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def forward(self, input):
+        return P.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
+                f"stride={self.stride}")

@@ -1,7 +1,8 @@
 """Pooling, as PyTorch's `max_pool1d/2d/3d`, `avg_pool1d/2d/3d`, `adaptive_avg_pool*`, `adaptive_max_pool*`,
-`unfold`/`fold` (im2col and its transpose), `max_unpool1d/2d/3d` (a scatter of the values to their indices) and
-`fractional_max_pool2d/3d` (windows at pseudo-random starts, gathered by their flat positions), written as
-compositions, so every transform handles them with no rules of their own.
+`unfold`/`fold` (im2col and its transpose), `max_unpool1d/2d/3d` (a scatter of the values to their indices),
+`fractional_max_pool2d/3d` (windows at pseudo-random starts, gathered by their flat positions) and `lp_pool1d/2d/3d`
+(an average pool of `x ** p`, as PyTorch's), written as compositions, so every transform handles them with no rules
+of their own.
 
 Every op here reads windows the same way: along each pooled dim, the (padded) input is gathered at a table of
 positions `[out, k]` (`index_select`, whose transpose is `index_add`), giving `[..., out_1, ..., out_n, k_1 * ...
@@ -32,7 +33,8 @@ from aotjax.ops.shape.copies import cat
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d"]
 FUNCTIONAL = __all__ + ["max_unpool1d", "max_unpool2d", "max_unpool3d", "avg_pool2d", "avg_pool3d",
                         "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool2d", "adaptive_max_pool3d",
-                        "unfold", "fold", "fractional_max_pool2d", "fractional_max_pool3d"]
+                        "unfold", "fold", "fractional_max_pool2d", "fractional_max_pool3d", "lp_pool1d", "lp_pool2d",
+                        "lp_pool3d"]
 
 
 # -- windows -------------------------------------------------------------------------------------------------------
@@ -448,6 +450,50 @@ def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=Non
     """
     return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size, output_ratio,
                                 return_indices, _random_samples, key, generator)
+
+
+# -- power-average pooling -----------------------------------------------------------------------------------------
+def _lp_pool(op: str, n: int, x, norm_type, kernel_size, stride, ceil_mode):
+    max_pool, avg_pool = (max_pool1d, max_pool2d, max_pool3d)[n - 1], (avg_pool1d, avg_pool2d, avg_pool3d)[n - 1]
+    x = as_tensor(x)
+    if isinstance(norm_type, (int, float)) and math.isinf(norm_type):
+        return max_pool(x.abs(), kernel_size, stride, 0, 1, ceil_mode) if norm_type > 0 else \
+            -max_pool(-x.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool(x.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    # NOTE: PyTorch's composition, for its gradients (a window of zeros gets 0 where `pow(1 / p)` alone gives nan)
+    return (out.sign() * out.abs().relu()).mul(math.prod(_tuple(op, "kernel_size", kernel_size, n))).pow(
+        1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
+    """The `norm_type`-power average over each window, `(sum x ** p) ** (1 / p)`, along the last dim of `input`
+    `[N, C, L]`, as `torch.nn.functional.lp_pool1d` (`norm_type=inf`: the maximum of `|x|`).
+
+    >>> import aotjax.nn.functional as F
+    >>> F.lp_pool1d(aotjax.tensor([[[3.0, 4.0, 1.0, 0.0]]]), 2, 2)
+    tensor([[[5., 1.]]])
+    """
+    return _lp_pool("lp_pool1d", 1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
+    """2-D power-average pooling of `input` `[N, C, H, W]`, as `torch.nn.functional.lp_pool2d`.
+
+    >>> import aotjax.nn.functional as F
+    >>> F.lp_pool2d(aotjax.ones(1, 1, 2, 2), 1, 2)
+    tensor([[[[4.]]]])
+    """
+    return _lp_pool("lp_pool2d", 2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
+    """3-D power-average pooling of `input` `[N, C, D, H, W]`, as `torch.nn.functional.lp_pool3d`.
+
+    >>> import aotjax.nn.functional as F
+    >>> F.lp_pool3d(aotjax.ones(1, 1, 2, 2, 2), 2, 2)
+    tensor([[[[[2.828...]]]]])
+    """
+    return _lp_pool("lp_pool3d", 3, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 # -- unfold / fold -------------------------------------------------------------------------------------------------
