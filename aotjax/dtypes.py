@@ -48,3 +48,18 @@ channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 
 __all__ += ["memory_format", "contiguous_format", "preserve_format", "channels_last", "channels_last_3d"]
+
+
+class layout(memory_format):
+    """A tensor layout, as `torch.layout`: aotjax tensors are dense XLA arrays, so `strided` is the only one (the
+    factories take `layout=aotjax.strided`, as torch's do).
+
+    >>> aotjax.zeros(2, layout=aotjax.strided).shape
+    (2,)
+    """
+
+    __slots__ = ()
+
+
+strided = layout("strided")
+__all__ += ["layout", "strided"]

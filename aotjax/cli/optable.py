@@ -43,13 +43,15 @@ class Family:
 # Op family module (its path under aotjax/ops/, dotted) -> its row, in the README's order; None: not user-facing ops
 # (internals, or the functions of a namespace row below).
 FAMILIES: dict[str, Family | None] = {
-    "creation.factories": Family("creation", "`dtype=`, sizes as ints or one tuple; `empty_strided` with contiguous "
-                                 "strides only; `Tensor.new_*` below; `linspace`/`logspace` ends may be 0-d "
-                                 "tensors, traced ones too (no derivative in them, as torch)"),
+    "creation.factories": Family("creation", "`dtype=`, sizes as ints or one tuple; `device=`, "
+                                 "`layout=aotjax.strided` (the only layout) and `pin_memory=` as torch's; "
+                                 "`empty_strided` with contiguous strides only; `Tensor.new_*` below; "
+                                 "`linspace`/`logspace` ends may be 0-d tensors, traced ones too (no derivative "
+                                 "in them, as torch)"),
     "base.data": Family("creation from data", "`tensor` takes lists, NumPy and jax arrays; `as_tensor` keeps a tensor "
                         "as it is; `promote`: torch's type promotion"),
     "base.casts": Family("casts", "`Tensor.to` and the cast methods (`float double half bfloat16 int long bool "
-                         "type_as`) are elementwise"),
+                         "short byte char cfloat cdouble type_as`, each taking `memory_format=`) are elementwise"),
     "random.generator": Family("random: the stateful generator", "one key tensor updated in place; `generator=` "
                                "arguments; under `vmap`, `randomness=`; in-place samplers are Tensor methods (below)"),
     "random.distributions": Family("random: distributions", "from the stateful generator (`generator=`)"),
@@ -71,7 +73,9 @@ FAMILIES: dict[str, Family | None] = {
     "reduce.sorting": Family("sorting and scans", "a stable `sort` primitive (NaN last ascending); native scan "
                              "primitives; `unique unique_consecutive` eagerly (see below)"),
     "linalg.matmul": Family("matrix products", "`@`"),
-    "linalg.products": Family("matrix products with scaling, Kronecker, tensor products", "`beta`/`alpha`"),
+    "linalg.products": Family("matrix products with scaling, Kronecker, tensor products",
+                              "`beta`/`alpha` (an integer result truncates a float one, `addr` refuses it, as "
+                              "torch); `addr` promotes its operands"),
     "linalg.decompositions": Family("linear algebra", "more in `aotjax.linalg`"),
     "linalg.lapack": Family("linear algebra: torch's older names", "`cholesky qr svd lu lu_solve triangular_solve` "
                             "with torch's arguments and results, through `aotjax.linalg`"),

@@ -307,8 +307,9 @@ def test_linalg_errors_as_torch():
         aotjax.linalg.tensorsolve(aotjax.ones(2, 3, 5), aotjax.ones(2, 3))
     with pytest.raises(ValueError, match="linalg.cond: p must be"):
         aotjax.linalg.cond(aotjax.eye(2), 3)
-    with pytest.raises(ShapeError, match="linalg.vander: x must have at least one dimension"):
-        aotjax.linalg.vander(aotjax.tensor(1.0))
+    for x, n in ((aotjax.tensor(1.0), None), (aotjax.tensor([1.0, 2.0]), 1), (aotjax.tensor([1.0, 2.0]), 0)):
+        with pytest.raises(ValueError, match="linalg.vander: N must be greater than 1"):  # NOTE: torch's rule
+            aotjax.linalg.vander(x, N=n)
     with pytest.raises(ShapeError, match="linalg.householder_product: expected A"):
         aotjax.linalg.householder_product(aotjax.ones(2, 3), aotjax.ones(2))
 

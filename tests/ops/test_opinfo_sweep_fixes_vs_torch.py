@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import aotjax
-from tests.helpers import FLOAT
+from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
+from tests.helpers import FLOAT, INT
 
 # -- zeta and polygamma ------------------------------------------------------------------------------------------
 Q = [0.0, -0.0, -1.0, -2.0, -2.5, -8.4784, -20.3, -0.5, 0.5, 3.0, 1e-30, -1e-30, 3e8, 1e9,
@@ -132,3 +133,312 @@ def test_vector_norm_of_a_0d_tensor_over_dim_0_as_torch(dim):
         theirs = torch.linalg.vector_norm(torch.tensor(-2.5), ord, dim=dim, keepdim=True)
         assert tuple(ours.shape) == tuple(theirs.shape) and ours.item() == theirs.item()
     assert aotjax.masked.norm(aotjax.tensor(3.0), float("inf"), dim=0, keepdim=True).item() == 3.0
+
+
+# -- torch's Scalar alpha / beta / value for the result's dtype ---------------------------------------------------
+def _ints(lib, *shape):
+    return lib.tensor(np.arange(1, 1 + np.prod(shape)).reshape(shape) % 5 - 2, dtype=lib.long)
+
+
+TRUNCATING = {  # integer tensors, float coefficients: torch truncates them toward zero
+    "addmm": lambda L, **k: L.addmm(_ints(L, 2, 2), _ints(L, 2, 3), _ints(L, 3, 2), **k),
+    "addmv": lambda L, **k: L.addmv(_ints(L, 2), _ints(L, 2, 3), _ints(L, 3), **k),
+    "addbmm": lambda L, **k: L.addbmm(_ints(L, 2, 2), _ints(L, 3, 2, 3), _ints(L, 3, 3, 2), **k),
+    "baddbmm": lambda L, **k: L.baddbmm(_ints(L, 3, 2, 2), _ints(L, 3, 2, 3), _ints(L, 3, 3, 2), **k),
+    "addmm_": lambda L, **k: _ints(L, 2, 2).addmm_(_ints(L, 2, 3), _ints(L, 3, 2), **k),
+    "addcmul": lambda L, **k: L.addcmul(_ints(L, 4), _ints(L, 4), _ints(L, 4), value=k["alpha"]),
+}
+
+
+@pytest.mark.parametrize("name", TRUNCATING)
+def test_integer_products_truncate_float_alpha_and_beta_as_torch(name):
+    for beta, alpha in ((0.2, 0.6), (1.7, -2.6), (-0.5, 3.9), (True, 2)):
+        theirs = TRUNCATING[name](torch, beta=beta, alpha=alpha)
+        ours = TRUNCATING[name](aotjax, beta=beta, alpha=alpha)
+        assert ours.dtype.kind == "i", (name, ours.dtype)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=f"{name} beta={beta} alpha={alpha}")
+
+
+REFUSING = {  # torch's alpha_check: an integer (bool) result refuses a float (bool) alpha; a real one a complex
+    "add": lambda L, a: L.add(_ints(L, 2), _ints(L, 2), alpha=a),
+    "add_": lambda L, a: _ints(L, 2).add_(_ints(L, 2), alpha=a),
+    "sub": lambda L, a: L.sub(_ints(L, 2), 3, alpha=a),
+    "rsub": lambda L, a: L.rsub(_ints(L, 2), _ints(L, 2), alpha=a),
+    "addr": lambda L, a: L.addr(_ints(L, 2, 2), _ints(L, 2), _ints(L, 2), beta=a),
+    "addr bool": lambda L, a: L.addr(L.ones(2, 2, dtype=L.bool), L.ones(2, dtype=L.bool), L.ones(2, dtype=L.bool),
+                                     alpha=a),
+}
+
+
+@pytest.mark.parametrize("name", REFUSING)
+def test_a_float_or_bool_alpha_for_an_integer_result_is_refused_as_torch(name):
+    for a in (0.5, 2.0) + ((True,) if name != "addr bool" else ()):
+        with pytest.raises(RuntimeError):
+            REFUSING[name](torch, a)
+        with pytest.raises(DTypeError, match=rf"{name.split()[0].removeprefix('r')}: (alpha|beta) must be an "
+                                                    rf"integer for a result of dtype (int|bool).*got {a}"):
+            REFUSING[name](aotjax, a)
+
+
+@pytest.mark.parametrize("call", [lambda L: L.add(L.ones(2), L.ones(2), alpha=1j),
+                                  lambda L: L.addmm(L.ones(2, 2), L.ones(2, 2), L.ones(2, 2), beta=2j),
+                                  lambda L: L.addcmul(L.ones(2), L.ones(2), L.ones(2), value=1j)])
+def test_a_complex_alpha_for_a_real_result_is_refused_as_torch(call):
+    with pytest.raises(RuntimeError):
+        call(torch)
+    with pytest.raises(DTypeError, match="must be real for a result of dtype float"):
+        call(aotjax)
+
+
+def test_bool_add_and_addr_stay_bool_as_torch():
+    def calls(L):
+        a, v, w = L.tensor([[True, False], [False, False]]), L.tensor([True, False]), L.tensor([False, True])
+        return [L.add(v, w, alpha=2), L.add(v, w, alpha=0), L.addr(a, v, w, beta=3, alpha=2), L.addr(a, v, w, beta=0),
+                L.addr(a, v, w, alpha=False)]
+    for ours, theirs in zip(calls(aotjax), calls(torch)):
+        assert ours.dtype == np.bool_
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_float_alpha_with_a_float_operand_is_taken_as_torch():
+    for L in (aotjax, torch):  # the result is float: alpha=0.5 is fine, int tensors or not
+        np.testing.assert_array_equal(L.add(_ints(L, 2), L.ones(2), alpha=0.5).numpy(), [-0.5, 0.5])
+        np.testing.assert_array_equal(L.add(_ints(L, 2), 2.5, alpha=2).numpy(), [4.0, 5.0])
+
+
+# -- tensordot broadcasts a size-1 contracted dim ------------------------------------------------------------------
+@pytest.mark.parametrize("shapes, dims", [(((1, 1, 2), (2, 2, 2)), ([0, 1], [2, 0])), (((3, 4), (3, 1)), ([0], [0])),
+                                          (((1, 2), (3, 2)), ([0], [0]))])
+def test_tensordot_pairs_a_size_1_dim_with_any_size_as_torch(shapes, dims):
+    a, b = (np.arange(np.prod(s), dtype=FLOAT).reshape(s) - 2 for s in shapes)
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    theirs = torch.tensordot(ta, tb, dims=dims)
+    theirs.square().sum().backward()
+    ours = aotjax.tensordot(aotjax.tensor(a), aotjax.tensor(b), dims=dims)
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-6)
+    grads = aotjax.grad(lambda x, y: aotjax.tensordot(x, y, dims=dims).square().sum(), argnums=(0, 1))(
+        aotjax.tensor(a), aotjax.tensor(b))
+    for g, t in zip(grads, (ta, tb)):
+        np.testing.assert_allclose(g.numpy(), t.grad.numpy(), rtol=1e-5)
+    with pytest.raises(ShapeError, match=r"differ in size \(2 and 3\): they must match, or one be 1"):
+        aotjax.tensordot(aotjax.ones(2, 3), aotjax.ones(3, 3), dims=([0], [0]))
+
+
+# -- the casts' memory_format, the factories' layout / pin_memory / device -----------------------------------------
+@pytest.mark.parametrize("name", ["half", "float", "double", "bfloat16", "int", "long", "bool", "short", "byte",
+                                  "char", "cfloat", "cdouble"])
+def test_cast_methods_take_memory_format_as_torch(name):
+    x = np.arange(12, dtype=np.float32).reshape(1, 3, 2, 2)
+    for fmt in ("channels_last", "contiguous_format", "preserve_format"):
+        ours = getattr(aotjax.tensor(x), name)(memory_format=getattr(aotjax, fmt))
+        theirs = getattr(torch.tensor(x), name)(memory_format=getattr(torch, fmt))
+        assert ours.stride() == theirs.stride() and ours.dtype.itemsize <= theirs.element_size(), (name, fmt)
+        np.testing.assert_array_equal(ours.numpy().astype(np.complex128), theirs.numpy().astype(np.complex128)
+                                      if theirs.is_complex() else theirs.double().numpy())
+
+
+FACTORIES = {
+    "zeros": lambda L, **k: L.zeros(2, 3, **k), "ones": lambda L, **k: L.ones((2,), **k),
+    "empty": lambda L, **k: L.empty(2, **k), "full": lambda L, **k: L.full((2,), 1.5, **k),
+    "rand": lambda L, **k: L.rand(2, 3, **k), "randn": lambda L, **k: L.randn(2, **k),
+    "randint": lambda L, **k: L.randint(0, 5, (2,), **k), "randperm": lambda L, **k: L.randperm(4, **k),
+    "arange": lambda L, **k: L.arange(4, **k), "linspace": lambda L, **k: L.linspace(0, 1, 3, **k),
+    "logspace": lambda L, **k: L.logspace(0, 1, 3, **k), "eye": lambda L, **k: L.eye(2, **k),
+    "normal": lambda L, **k: L.normal(1.6, 0.3, (2, 3), **k),
+    "empty_strided": lambda L, **k: L.empty_strided((2, 3), (3, 1), **k),
+    "scalar_tensor": lambda L, **k: L.scalar_tensor(1.5, **k),
+    "tril_indices": lambda L, **k: L.tril_indices(3, 3, **k), "triu_indices": lambda L, **k: L.triu_indices(3, 2, **k),
+    "zeros_like": lambda L, **k: L.zeros_like(L.ones(2), **k),
+    "full_like": lambda L, **k: L.full_like(L.ones(2), 2, **k),
+    "rand_like": lambda L, **k: L.rand_like(L.ones(2), **k), "randn_like": lambda L, **k: L.randn_like(L.ones(2), **k),
+    "randint_like": lambda L, **k: L.randint_like(L.ones(2), 5, **k),
+}
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+def test_factories_take_layout_pin_memory_and_device_as_torch(name):
+    kwargs = {"layout": "strided", "pin_memory": False, "device": "cpu"}
+    theirs = FACTORIES[name](torch, **{**kwargs, "layout": torch.strided})
+    ours = FACTORIES[name](aotjax, **{**kwargs, "layout": aotjax.strided})
+    assert tuple(ours.shape) == tuple(theirs.shape) and ours.device == aotjax.device("cpu"), name
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.").replace("int64", np.dtype(INT).name)
+    assert tuple(FACTORIES[name](aotjax, layout=None).shape) == tuple(theirs.shape)
+    with pytest.raises(UnsupportedError, match=rf"{name}: layout='sparse_coo' is not supported"):
+        FACTORIES[name](aotjax, layout="sparse_coo")
+
+
+def test_a_factory_placed_by_device_that_requires_grad_is_a_leaf():
+    x = aotjax.randn(3, device="cpu", requires_grad=True, pin_memory=False)
+    assert x.requires_grad and x.is_leaf
+    assert aotjax.tensor([1.0], pin_memory=False).shape == (1,)
+
+
+# -- integer arange / linspace from float ends, randint of a float dtype -----------------------------------------
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16"])
+def test_integer_arange_of_float_bounds_as_torch(dtype):  # int64: bounds truncated first; others: length of floats
+    for args in [(0.1, -7.9, -4.0), (0.0, -8.000001, -4.0), (0.5, 5.5, 1.5), (-2.7, 3.2, 2.9), (0, 2, 0.5)]:
+        try:
+            theirs = torch.arange(*args, dtype=getattr(torch, dtype)).tolist()
+        except (RuntimeError, ValueError):  # int64: the step 0.5 truncated to 0
+            with pytest.raises(ValueError, match="arange: step must be nonzero"):
+                aotjax.arange(*args, dtype=getattr(aotjax, dtype))
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # int64 without x64: int32, with a warning
+            assert aotjax.arange(*args, dtype=getattr(aotjax, dtype)).tolist() == theirs, (dtype, args)
+
+
+def test_integer_linspace_truncates_float64_values_as_torch():  # float32 steps would give 0.9999998 -> 0 at [21]
+    for start, end, steps in [(4.3, -3, 50), (-3, 4.3, 50), (0, 7, 50), (-9.9, 9.9, 37)]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ours = aotjax.linspace(start, end, steps, dtype=aotjax.int64).tolist()
+        assert ours == torch.linspace(start, end, steps, dtype=torch.int64).tolist(), (start, end, steps)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bool", "int8"])
+def test_randint_of_a_float_or_bool_dtype_draws_whole_numbers_as_torch(dtype):
+    x = aotjax.randint(0, 2 if dtype == "bool" else 7, (50,), dtype=getattr(aotjax, dtype))
+    assert x.dtype == np.dtype(dtype) and x.dtype == aotjax.randint(3, (2,), dtype=getattr(aotjax, dtype)).dtype
+    values = x.numpy().astype(np.float64)
+    assert (values == np.round(values)).all() and values.min() >= 0 and values.max() < 7
+
+
+# -- zeta far from 0 -----------------------------------------------------------------------------------------------
+def test_zeta_at_large_q_does_not_underflow_as_torch():  # jax's series sums terms that underflow in float32
+    x = np.array([4.94217, 5.0, 6.34933, 5.65533, 2.0, 1.5, 3.0], FLOAT)
+    q = np.array([1e8, 1e8, 1e6, 1e7, 2e4, 5e5, 1.5e4], FLOAT)
+    truth = torch.special.zeta(torch.tensor(x, dtype=torch.float64), torch.tensor(q, dtype=torch.float64)).numpy()
+    ours = aotjax.special.zeta(aotjax.tensor(x), aotjax.tensor(q)).numpy()
+    np.testing.assert_allclose(ours, truth, rtol=1e-5 if FLOAT == np.float32 else 1e-10, atol=0)
+
+
+# -- bools accumulated by the scatters (an or, an and), running max/min of bools -----------------------------------
+def _bool_scatters(L):
+    b, i = (lambda v: L.tensor(v, dtype=L.bool)), L.tensor
+    return {
+        "scatter_add": lambda: b([False] * 4).scatter_add(0, i([0, 0, 1]), b([True, True, False])),
+        "scatter add": lambda: b([False] * 4).scatter(0, i([0, 0, 1]), b([True, True, False]), reduce="add"),
+        "scatter_reduce sum": lambda: b([True, False, True]).scatter_reduce(0, i([0, 0, 1]), b([False, True, False]),
+                                                                            "sum", include_self=False),
+        "scatter_reduce prod": lambda: b([True, True, True]).scatter_reduce(0, i([0, 0, 1]), b([True, True, False]),
+                                                                            "prod"),
+        "scatter_reduce amin": lambda: b([True, True, True]).scatter_reduce(0, i([0, 0, 1]), b([True, False, True]),
+                                                                            "amin"),
+        "index_add": lambda: b([True, False, False]).index_add(0, i([1, 1, 2]), b([False, True, False]), alpha=True),
+        "index_put": lambda: b([False] * 3).index_put((i([1, 1]),), b([True, True]), accumulate=True),
+        "put": lambda: b([[False, False], [False, True]]).put(i([0, 0, 3]), b([True, True, False]), accumulate=True),
+        "cummax": lambda: b([[True, False, True], [False, False, True]]).cummax(1),
+        "cummin": lambda: b([[True, False, True], [False, False, True]]).cummin(0),
+    }
+
+
+@pytest.mark.parametrize("name", _bool_scatters(torch))
+def test_bool_scatters_and_running_extrema_as_torch(name):
+    ours, theirs = _bool_scatters(aotjax)[name](), _bool_scatters(torch)[name]()
+    for o, t in zip(ours, theirs) if isinstance(theirs, tuple) else [(ours, theirs)]:
+        assert o.dtype == (np.bool_ if t.dtype == torch.bool else INT), name
+        np.testing.assert_array_equal(o.numpy(), t.numpy(), err_msg=name)
+
+
+# -- 0-d inputs -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("value", [3.0, 0.0])
+def test_nonzero_of_a_0d_tensor_as_torch(value):
+    for as_tuple in (False, True):
+        ours = aotjax.nonzero(aotjax.tensor(value), as_tuple=as_tuple)
+        theirs = torch.nonzero(torch.tensor(value), as_tuple=as_tuple)
+        for o, t in zip(ours, theirs) if as_tuple else [(ours, theirs)]:
+            assert tuple(o.shape) == tuple(t.shape) and o.dtype == INT
+            np.testing.assert_array_equal(o.numpy(), t.numpy())
+    assert tuple(aotjax.argwhere(aotjax.tensor(value)).shape) == tuple(torch.argwhere(torch.tensor(value)).shape)
+
+
+def test_unique_consecutive_of_a_0d_tensor_as_torch():
+    ours = aotjax.unique_consecutive(aotjax.tensor(3.0), return_inverse=True, return_counts=True)
+    theirs = torch.unique_consecutive(torch.tensor(3.0), return_inverse=True, return_counts=True)
+    for o, t in zip(ours, theirs):
+        assert tuple(o.shape) == tuple(t.shape)
+        np.testing.assert_array_equal(o.numpy(), t.numpy())
+
+
+def test_index_add_of_a_0d_tensor_as_torch():  # torch reads the 0-d self and source as 1-d of one element
+    for L in (aotjax, torch):
+        x = L.tensor(2.0)
+        assert x.index_add(0, L.tensor([0]), L.tensor(3.0), alpha=-1).item() == -1.0
+        assert x.index_add_(-1, L.tensor(0), L.tensor(3.0), alpha=2) is x and x.item() == 8.0 and x.ndim == 0
+
+
+def test_sum_to_an_empty_size_is_the_sum_as_torch():  # torch's sum_to(x, ()) is x.sum(): bools count as ints
+    for value in (True, [1, 2], [[0.5, 1.0]]):
+        ours, theirs = aotjax.tensor(value).sum_to_size(()), torch.tensor(value).sum_to_size(())
+        assert ours.shape == () and ours.item() == theirs.item()
+        assert ours.dtype == (INT if theirs.dtype == torch.int64 else np.float32)
+    assert aotjax.tensor([True]).sum_to_size(1).dtype == np.bool_  # no reduction: x itself, as torch
+
+
+def test_masked_var_and_logsumexp_of_integers_as_torch():  # var: a float result; logsumexp: cast back, truncated
+    for L in (aotjax, torch):
+        x, m = L.arange(6).reshape(2, 3), L.tensor([[True, False, True], [True, True, True]])
+        np.testing.assert_allclose(L.masked.var(x).numpy(), 3.5)
+        np.testing.assert_allclose(L.masked.std(x, 1, mask=m).numpy(), [2 ** 0.5, 1.0], rtol=1e-6)
+        assert L.masked.var(x).dtype == (np.float32 if L is aotjax else torch.float32)
+        lse = L.masked.logsumexp(x, 1, mask=m)
+        assert lse.tolist() == [2, 5] and not lse.is_floating_point()
+        assert L.masked.logsumexp(L.tensor([True, False]), 0).item() is True
+
+
+def test_addr_promotes_its_operands_as_torch():  # the other products require one dtype; addr promotes
+    def calls(L):
+        i, f, b = (lambda *s: L.ones(*s, dtype=L.int32)), L.ones, (lambda *s: L.ones(*s, dtype=L.bool))
+        return [L.addr(b(2, 2), i(2), i(2)), L.addr(i(2, 2), f(2), f(2), beta=0.5), L.addr(f(2, 2), i(2), i(2)),
+                f(2, 2).addr_(i(2), i(2))]
+    for ours, theirs in zip(calls(aotjax), calls(torch)):
+        assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    with pytest.raises(RuntimeError):
+        torch.ones(2, 2, dtype=torch.int32).addr_(torch.ones(2), torch.ones(2))
+    with pytest.raises(DTypeError, match="addr_: the result type float32 cannot be cast to the dtype of the tensor"):
+        aotjax.ones(2, 2, dtype=aotjax.int32).addr_(aotjax.ones(2), aotjax.ones(2))
+
+
+# -- torch.fill (out of place) --------------------------------------------------------------------------------------
+def test_fill_out_of_place_and_its_gradient_as_torch():
+    for L in (aotjax, torch):
+        assert L.fill(L.ones(2, dtype=L.int32), 2.7).tolist() == [2, 2]
+        x, v = L.ones(3, requires_grad=True), L.tensor(2.0, requires_grad=True)
+        out = L.fill(x, v)
+        assert out.tolist() == [2.0, 2.0, 2.0] and x.tolist() == [1.0, 1.0, 1.0]
+        gx, gv = L.autograd.grad(out.sum(), [x, v])
+        assert gx.tolist() == [0.0, 0.0, 0.0] and gv.item() == 3.0
+
+
+
+# -- einsum's transpose with a size-0 dim (bilinear on an empty batch) ----------------------------------------------
+@pytest.mark.parametrize("equation, shapes", [("bi,bj->ij", [(0, 3), (0, 4)]), ("bi,oij,bj->bo", [(0, 3), (5, 3, 4),
+                                                                                                    (0, 4)]),
+                                              ("bi,bj->ij", [(0, 3), (1, 4)])])
+def test_einsum_gradient_with_a_size_0_dim_as_torch(equation, shapes):
+    arrays = [np.arange(np.prod(s), dtype=FLOAT).reshape(s) + 1 for s in shapes]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    theirs = torch.autograd.grad(torch.einsum(equation, *ts).sum(), ts)
+    ours = aotjax.grad(lambda *xs: aotjax.einsum(equation, *xs).sum(), argnums=tuple(range(len(arrays))))(
+        *map(aotjax.tensor, arrays))
+    for o, t in zip(ours, theirs):
+        assert tuple(o.shape) == tuple(t.shape)
+        np.testing.assert_array_equal(o.numpy(), t.numpy())
+
+
+def test_multi_margin_loss_of_a_0d_input_as_torch():  # one sample of one class: no other class, a loss of 0
+    for reduction in ("mean", "none"):
+        ours = aotjax.nn.functional.multi_margin_loss(aotjax.tensor(0.7), aotjax.tensor(0), reduction=reduction)
+        theirs = torch.nn.functional.multi_margin_loss(torch.tensor(0.7), torch.tensor(0), reduction=reduction)
+        assert ours.shape == tuple(theirs.shape) and ours.item() == theirs.item()
+
+
+# -- linalg edge shapes -----------------------------------------------------------------------------------------
+def test_vander_of_a_0d_tensor_and_ldl_factor_of_empty_matrices_as_torch():
+    for L in (aotjax, torch):
+        assert L.linalg.vander(L.tensor(2.0), N=3).tolist() == [[1.0, 2.0, 4.0]]
+        LD, pivots, info = L.linalg.ldl_factor_ex(L.zeros(2, 0, 0))
+        assert (tuple(LD.shape), tuple(pivots.shape), info.tolist()) == ((2, 0, 0), (2, 0), [0, 0])
+        assert tuple(L.linalg.ldl_factor(L.zeros(0, 0)).pivots.shape) == (0,)

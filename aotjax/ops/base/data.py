@@ -72,13 +72,13 @@ def _infer_dtype(data, arr: np.ndarray) -> np.dtype:
 
 
 @factory
-def tensor(data, dtype=None, device=None) -> Tensor:
+def tensor(data, dtype=None, device=None, *, pin_memory: bool = False) -> Tensor:
     """A new tensor from a (nested) list, NumPy array, `jax.Array`, Tensor or Python scalar.
 
     Python floats give float32, ints the default int dtype, bools bool; arrays keep their dtype. A
     `jax.Array` is wrapped without a copy (and is never donated by aotjax); NumPy bfloat16 arrays (ml_dtypes)
-    are read as bfloat16. `device` places the data (`aotjax.device`). Created from concrete data, the tensor is a
-    constant of any function traced with it.
+    are read as bfloat16. `device` places the data (`aotjax.device`); `pin_memory` is accepted, as torch's (XLA
+    manages host memory itself). Created from concrete data, the tensor is a constant of any function traced with it.
 
     >>> aotjax.tensor([[1, 2], [3, 4]]).shape
     (2, 2)

@@ -10,6 +10,8 @@ strides only: XLA arrays have no strides of their own), `linspace` with traced e
 ops); and placement (`device_put`)."""
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 
 import jax
@@ -17,13 +19,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from aotjax.autograd.graph import factory
+from aotjax.autograd import graph
 from aotjax.core.avals import python_scalar_dtype
 from aotjax.core.errors import ConcretizationError, ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer
 from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.core.source_info import where
-from aotjax.dtypes import preserve_format
+from aotjax.dtypes import preserve_format, strided
 from aotjax.interpreters import hooks
 from aotjax.interpreters.eval import read
 from aotjax.interpreters.jvp import defjvp_zero
@@ -74,6 +76,25 @@ def _as_param(x, dtype: np.dtype):
     x = (bool, int, float, complex)[c](x)
     # NOTE: one NaN object, so that NaN params hit the eager compile cache (NaN != NaN, but `is` holds).
     return _NAN if isinstance(x, float) and x != x else x
+
+
+# -- the keywords every torch factory takes -------------------------------------------------------
+def factory(fn):
+    """Factory `fn` with the keywords each of torch's takes: `requires_grad` (aotjax/autograd/graph.py `factory`),
+    `layout` (`aotjax.strided`, the only one), `pin_memory` (accepted: XLA manages host memory itself) and, where
+    `fn` has no `device` of its own, `device` (the result placed there)."""
+    has_device = "device" in inspect.signature(fn).parameters
+
+    @functools.wraps(fn)
+    def make(*args, layout=None, pin_memory: bool = False, **kwargs):
+        if layout is not None and layout is not strided and str(layout) not in ("torch.strided", "aotjax.strided"):
+            raise UnsupportedError(f"{fn.__name__}: layout={layout!r} is not supported{where()}: aotjax tensors are "
+                                   f"dense, so only layout=aotjax.strided (the default) is")
+        if not isinstance(pin_memory, (bool, np.bool_)):
+            raise TypeError(f"{fn.__name__}: pin_memory must be a bool, got {pin_memory!r}{where()}")
+        dev = None if has_device else to_device(kwargs.pop("device", None), fn.__name__)
+        return place(fn(*args, **kwargs), dev)
+    return graph.factory(make)
 
 
 # -- placement -----------------------------------------------------------------------------------------
@@ -271,11 +292,28 @@ def arange(start, end=None, step=1, dtype=None, device=None) -> Tensor:
     if (end - start) * step < 0:
         raise ValueError(f"arange: the bounds start={start}, end={end} are inconsistent with the sign of "
                          f"step={step}{where()}")
+    if not is_float(dt) and not all_int:
+        return place(_integer_arange(start, end, step, dtype, dt), to_device(device, "arange"))
     if all_int and not is_float(dt):
         start, end, step = int(start), int(end), int(step)
     else:
         start, end, step = float(start), float(end), float(step)
     return place(arange_p.bind(start=start, end=end, step=step, dtype=dt), to_device(device, "arange"))
+
+
+def _integer_arange(start, end, step, requested, dt) -> Tensor:
+    """`arange` of an integer dtype from float bounds, as torch's: for int64 (asked for, even where jax's 32-bit mode
+    gives int32) the bounds and step are truncated first, the length counted from them; for the other integer dtypes
+    the length is counted from the floats, and the values are the truncated start plus multiples of the truncated
+    step (`arange(0, 2, 0.5, dtype=int32)` is four 0s)."""
+    wide = requested is not None and np.dtype(requested) == np.int64
+    if wide and math.trunc(step) == 0:
+        raise ValueError(f"arange: step must be nonzero (it is truncated to the integer dtype int64){where()}")
+    n = _arange_length(*((math.trunc(v) for v in (start, end, step)) if wide else (start, end, step)))
+    start, step = math.trunc(start), math.trunc(step)
+    if step == 0:
+        return _full((n,), start, dt)
+    return arange_p.bind(start=start, end=start + n * step, step=step, dtype=dt)
 
 
 # -- linspace --------------------------------------------------------------------------------------
@@ -287,8 +325,16 @@ def _linspace_values(start, end, delta, steps: int, i, select):
     return select(i < half, start + delta * i, end - delta * (steps - 1 - i))
 
 
+_HOST_LINSPACE = 1 << 16  # the most values of an integer `linspace` computed on the host in jax's 32-bit mode
+
+
 def _linspace_lower(*, start, end, steps, dtype):
     delta = (end - start) / (steps - 1) if steps > 1 else 0.0
+    if category(dtype) < 2 and _accumulation_dtype() != np.float64 and steps <= _HOST_LINSPACE:
+        # NOTE: torch computes in float64, then truncates: a float32 value an ulp below an integer would be 1 less.
+        # Without x64 jax has no float64 on the device; the values (static: `steps`, the ends) are computed here
+        i = np.arange(steps, dtype=np.float64)
+        return jnp.asarray(_linspace_values(start, end, delta, steps, i, np.where).astype(dtype))
     i = lax.iota(_accumulation_dtype(), steps)
     return _linspace_values(start, end, delta, steps, i, jnp.where).astype(dtype)
 
@@ -478,6 +524,7 @@ def _tri_indices(op: str, row, col, offset, dtype, lower: bool) -> Tensor:
     return tensor(np.stack(np.nonzero(mask)).reshape(2, -1), dtype=dt)
 
 
+@factory
 def tril_indices(row, col, offset=0, dtype=None) -> Tensor:
     """The indices of the lower triangle of a `row` x `col` matrix (the diagonal `offset` and below), as a
     `2 x N` tensor of rows then columns in row-major order, as `torch.tril_indices`.
@@ -489,6 +536,7 @@ def tril_indices(row, col, offset=0, dtype=None) -> Tensor:
     return _tri_indices("tril_indices", row, col, offset, dtype, lower=True)
 
 
+@factory
 def triu_indices(row, col, offset=0, dtype=None) -> Tensor:
     """The indices of the upper triangle of a `row` x `col` matrix (the diagonal `offset` and above), as a
     `2 x N` tensor, as `torch.triu_indices`.

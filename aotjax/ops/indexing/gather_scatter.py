@@ -36,6 +36,7 @@ from aotjax.ops.indexing.subscripts import (
     _index_tensor,
     _nonzero_indices,
     _scalar_operand,
+    accumulate_at,
     check_index,
     gather_p,
     index_p,
@@ -59,8 +60,8 @@ _REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
 
 # -- scatter_reduce ------------------------------------------------------------------------------
-def _written(x, index, src, *, dim):
-    return x.at[tuple(index if d == dim else _iota(index, d) for d in range(x.ndim))]
+def _written(index, *, dim, ndim):
+    return tuple(index if d == dim else _iota(index, d) for d in range(ndim))
 
 
 def _iota(index, d):
@@ -70,9 +71,9 @@ def _iota(index, d):
 
 
 def _lower(x, index, src, *, dim, reduce):
-    src = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
-    ref = _written(x, index, src, dim=dim)
-    return {"prod": ref.multiply, "amax": ref.max, "amin": ref.min}[reduce](src)
+    src = src[tuple(slice(0, s) for s in index.shape)]
+    how = {"prod": "multiply", "amax": "max", "amin": "min"}[reduce]
+    return accumulate_at(x, _written(index, dim=dim, ndim=x.ndim), src, how)
 
 
 scatter_reduce_p = standard_primitive("scatter_reduce", lambda x, index, src, **_: x.shape,
@@ -492,10 +493,10 @@ def nonzero(x, *, as_tuple: bool = False, size: int | None = None, fill_value=No
         raise UnsupportedError(
             f"nonzero: the number of nonzero elements depends on the data, so it cannot be traced (the tensor is "
             f"{x.aval.str_short()}){_where()}. Use aotjax.where(mask, a, b) or masked_fill to stay static-shaped.")
-    idx = _nonzero_indices(x)
+    idx = _nonzero_indices(x.reshape(1) if x.ndim == 0 else x)  # NOTE: torch's 0-d: as 1-d, or n rows of no index
     if as_tuple:
         return idx
-    return tensor(np.stack([i.numpy() for i in idx], axis=-1).reshape(-1, x.ndim))
+    return tensor(np.stack([i.numpy() for i in idx], axis=-1)[:, :x.ndim])
 
 
 def nonzero_static(x, *, size: int, fill_value=-1, as_tuple: bool = False):

@@ -52,8 +52,8 @@ from aotjax.ops.shape.views import _slice, alias, expand_p, select, slice_scatte
 from aotjax.tensor import Tensor, method
 
 __all__ = ["getitem", "setitem", "index_select", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_",
-           "masked_fill", "masked_fill_", "index_put", "index_put_", "index_add", "index_add_", "copy_", "fill_",
-           "zero_"]
+           "masked_fill", "masked_fill_", "index_put", "index_put_", "index_add", "index_add_", "copy_", "fill",
+           "fill_", "zero_"]
 
 
 def _keep_dtype(x, *args, **params):
@@ -173,10 +173,17 @@ def _index_batch(axis_size, vals, bdims, *, dims):
 batching_rules[index_p] = _index_batch
 
 
+def accumulate_at(x, where_, values, how: str = "add"):
+    """`x.at[where_].<how>(values)` (`add`, `multiply`, `max`, `min`) in `x`'s dtype; bools as torch accumulates
+    them (a sum is an `or`, a product an `and`): jax's scatters refuse bools, so they run on int32 and are read back."""
+    if x.dtype != jnp.bool_:
+        return getattr(x.at[where_], how)(values.astype(x.dtype))
+    return getattr(x.astype(jnp.int32).at[where_], how)(values.astype(jnp.int32)) != 0
+
+
 def _index_put_lower(x, values, *indices, dims, accumulate):
-    ref = x.at[_full_index(x.ndim, dims, indices)]
-    values = values.astype(x.dtype)
-    return ref.add(values) if accumulate else ref.set(values)
+    where_ = _full_index(x.ndim, dims, indices)
+    return accumulate_at(x, where_, values) if accumulate else x.at[where_].set(values.astype(x.dtype))
 
 
 index_put_p = standard_primitive("index_put", _same_shape, _keep_dtype, _index_put_lower,
@@ -241,8 +248,7 @@ def _scatter_lower(reduce_add):
         where_ = tuple(index if d == dim else lax.broadcasted_iota(index.dtype, index.shape, d)
                        for d in range(x.ndim))
         src = jnp.broadcast_to(src, index.shape) if src.ndim == 0 else src[tuple(slice(0, s) for s in index.shape)]
-        ref = x.at[where_]
-        return ref.add(src.astype(x.dtype)) if reduce_add else ref.set(src.astype(x.dtype))
+        return accumulate_at(x, where_, src) if reduce_add else x.at[where_].set(src.astype(x.dtype))
     return lower
 
 
@@ -312,7 +318,7 @@ defbroadcasting(masked_fill_p)
 
 def _index_add_lower(x, index, source, *, dim, alpha):
     source = source * source.dtype.type(alpha) if alpha != 1 else source  # NOTE: PyTorch's alpha: of source's dtype
-    return x.at[_full_index(x.ndim, (dim,), (index,))].add(source.astype(x.dtype))
+    return accumulate_at(x, _full_index(x.ndim, (dim,), (index,)), source)
 
 
 index_add_p = standard_primitive("index_add", _same_shape, _keep_dtype, _index_add_lower,
@@ -753,8 +759,13 @@ def index_select(x, dim: int, index):
 
 
 def _index_add(prim, op, x, dim, index, source, alpha):
-    dim, index = _index_1d(op, x, dim, index)
     source = as_tensor(source)
+    if x.ndim == 0:  # NOTE: torch reads a 0-d x and its 0-d source as 1-d, of one element
+        if source.ndim != 0:
+            raise ShapeError(f"{op}: source must be 0-d, as x is, got shape {list(source.shape)}{where()}")
+        out = _index_add(prim, op, x.view(1), dim, index, source.reshape(1), alpha)
+        return x if prim is index_add__p else out.reshape(())
+    dim, index = _index_1d(op, x, dim, index)
     want = x.shape[:dim] + (index.shape[0],) + x.shape[dim + 1:]
     if tuple(source.shape) != want:
         raise ShapeError(f"{op}: source must have shape {list(want)} (x's shape with dim {dim} of the index's "
@@ -929,6 +940,16 @@ def copy_(x, src):
     if is_scalar(src):
         return fill_(x, src)
     return bind_inplace(copy__p, x, as_tensor(src))
+
+
+def fill(x, value):
+    """A tensor of `x`'s shape and dtype holding `value` (a number or a 0-d tensor, which gets the gradient) in
+    every element, as `torch.fill` (the out-of-place `fill_`).
+
+    >>> aotjax.fill(aotjax.zeros(2), 3)
+    tensor([3., 3.])
+    """
+    return fill_p.bind(as_tensor(x), _fill_value("fill", x, value))
 
 
 def fill_(x, value):

@@ -267,6 +267,8 @@ def _ldl_step(k, state):
 
 def _ldl_factor_one(a):
     n = a.shape[-1]
+    if n == 0:  # NOTE: an empty matrix: nothing to factor (the steps below index row 0)
+        return a, jnp.zeros(0, np.int32), jnp.zeros((), np.int32)
     state = (_from_lower(a, 0), jnp.zeros(n, np.int32), jnp.zeros((), np.int32), jnp.zeros((), bool))
     a, pivots, info, _ = jax.lax.fori_loop(0, n, _ldl_step, state)
     return jnp.tril(a), pivots, info

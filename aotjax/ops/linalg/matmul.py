@@ -309,7 +309,7 @@ def _einsum_labels(equation: str, shapes) -> tuple[list[list[str]], list[str], d
     size: dict[str, int] = {}
     for t, s in zip(terms, shapes):
         for label, n in zip(t, s):
-            size[label] = max(size.get(label, 1), n)
+            size[label] = n if size.get(label, 1) == 1 else size[label]  # NOTE: not max: a size 0 is no 1
     for t, s in zip(terms, shapes):
         for k, n in enumerate(s):
             if n != size[t[k]]:  # NOTE: size 1 broadcast against a larger size: a label of its own

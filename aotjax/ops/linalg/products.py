@@ -15,12 +15,15 @@ from aotjax.core.errors import ShapeError, UnsupportedError
 from aotjax.core.interpreter import Tracer, stack_of_this_thread, staging
 from aotjax.core.source_info import where
 from aotjax.ops.base import autocast
+from aotjax.ops.base.casts import convert
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.base.frontend import write_out
+from aotjax.ops.base.promotion import check_inplace_cast, result_type
 from aotjax.ops.indexing.subscripts import copy_, copy__p
 from aotjax.ops.linalg import decompositions as dec
 from aotjax.ops.linalg.matmul import _same_dtype, einsum, matmul
 from aotjax.ops.linalg.norms import vector_norm
+from aotjax.ops.math.elementwise import scalar_coefficient
 from aotjax.tensor import Storage, Tensor, method
 
 __all__ = ["addmm", "addmv", "addbmm", "baddbmm", "addr", "mv", "inner", "vdot", "kron", "tensordot", "cross",
@@ -39,10 +42,13 @@ def _shapes(*xs) -> str:
 def _scaled_sum(op: str, input, product, beta, alpha):
     """`beta * input + alpha * product`; with `beta == 0`, `input` is not read (torch's rule: NaN and inf in it are
     ignored), with `alpha == 1` / `beta == 1` no multiplication. `input` must expand to `product`'s shape (torch's
-    rule: it broadcasts one way only, never enlarging the result)."""
+    rule: it broadcasts one way only, never enlarging the result). For an integer result a float `beta`/`alpha` is
+    truncated toward zero (torch's rule; `addr` refuses it, as torch's does); for a bool one both are bools."""
     shape, got = tuple(product.shape), tuple(input.shape)
     _check(op, len(got) <= len(shape) and all(g in (1, n) for g, n in zip(got[::-1], shape[::-1])),
            f"input of shape {list(got)} cannot be expanded to the result's shape {list(shape)}")
+    beta = scalar_coefficient(op, "beta", beta, product.dtype, truncates=op != "addr")
+    alpha = scalar_coefficient(op, "alpha", alpha, product.dtype, truncates=op != "addr")
     product = product if alpha == 1 else product * alpha
     if beta == 0:
         return product
@@ -118,8 +124,10 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     """
     input, v1, v2 = as_tensor(input), as_tensor(vec1), as_tensor(vec2)
     _check("addr", v1.ndim == 1 and v2.ndim == 1, f"expected 1-D vectors, got shapes {_shapes(v1, v2)}")
-    _same_dtype("addr", input, v1, v2)
-    return _scaled_sum("addr", input, einsum("i,j->ij", v1, v2), beta, alpha)
+    dtype = result_type(input, v1, v2)  # NOTE: torch's addr promotes its operands (the other products do not)
+    input, v1, v2 = (convert(t, dtype) for t in (input, v1, v2))
+    outer = v1.unsqueeze(1) & v2 if v1.dtype == np.bool_ else einsum("i,j->ij", v1, v2)  # NOTE: bools stay bools
+    return _scaled_sum("addr", input, outer, beta, alpha)
 
 
 def _inplace(fn, resizes: bool = False):
@@ -129,6 +137,7 @@ def _inplace(fn, resizes: bool = False):
 
     def inplace(self, *args, beta=1, alpha=1):
         out = fn(self, *args, beta=beta, alpha=alpha)
+        check_inplace_cast(name, out.dtype, self.dtype)
         if resizes and tuple(out.shape) != tuple(self.shape):
             _resize_written(name, self, out)
         _check(name, tuple(out.shape) == tuple(self.shape),
@@ -260,8 +269,14 @@ def tensordot(a, b, dims=2):
     _check("tensordot", len(da) == len(db), f"dims lists {da} and {db} differ in length")
     da, db = [d % max(a.ndim, 1) for d in da], [d % max(b.ndim, 1) for d in db]
     for i, j in zip(da, db):
-        _check("tensordot", a.shape[i] == b.shape[j], f"contracted dims {i} of {list(a.shape)} and {j} of "
-               f"{list(b.shape)} differ in size")
+        _check("tensordot", a.shape[i] == b.shape[j] or 1 in (a.shape[i], b.shape[j]), f"contracted dims {i} of "
+               f"{list(a.shape)} and {j} of {list(b.shape)} differ in size ({a.shape[i]} and {b.shape[j]}): they "
+               f"must match, or one be 1")
+        # NOTE: torch broadcasts a size-1 dim against the other: the other side is summed over it first
+        if a.shape[i] == 1 != b.shape[j]:
+            b = b.sum(j, keepdim=True, dtype=b.dtype)
+        elif b.shape[j] == 1 != a.shape[i]:
+            a = a.sum(i, keepdim=True, dtype=a.dtype)
     _same_dtype("tensordot", a, b)
     letters = iter(string.ascii_letters)
     la = [next(letters) for _ in range(a.ndim)]

@@ -56,13 +56,11 @@ def vander(x, *, N: int | None = None):
             [1., 3., 9.]])
     """
     x = as_tensor(x)
-    if x.ndim == 0:
-        raise ShapeError(f"linalg.vander: x must have at least one dimension, got a 0-d tensor{where()}")
+    x = x.reshape(1) if x.ndim == 0 else x  # NOTE: torch reads a 0-d x as 1-d
     n = x.shape[-1] if N is None else int(N)
-    if n <= 1:
-        if n < 0:
-            raise ValueError(f"linalg.vander: N must be non-negative, got {N}{where()}")
-        return ones(*x.shape, n, dtype=x.dtype)
+    if n <= 1:  # NOTE: torch 2.13 refuses it (a 0-d or one-element x, without N, gives N = 1)
+        raise ValueError(f"linalg.vander: N must be greater than 1, got {n}{' (x.shape[-1])' if N is None else ''}"
+                         f"{where()}")
     powers = cat([ones(*x.shape, 1, dtype=x.dtype), x.unsqueeze(-1).expand(*x.shape, n - 1)], -1)
     return powers.cumprod(-1)
 

@@ -149,10 +149,11 @@ def _type_as(x, other):
 
 
 def _cast_method(name: str, dtype, what: str):
-    def cast(x):
-        return to(x, dtype=dtype)  # NOTE: a keyword: the name "bfloat16" is a string, which `to` reads as a device
+    def cast(x, *, memory_format=None):
+        # NOTE: a keyword: the name "bfloat16" is a string, which `to` reads as a device
+        return to(x, dtype=dtype, memory_format=memory_format)
     cast.__name__ = cast.__qualname__ = name
-    cast.__doc__ = f"`x` as {what}."
+    cast.__doc__ = f"`x` as {what} (laid out in `memory_format`, as `to` does)."
     return cast
 
 
@@ -181,7 +182,9 @@ for _name, _dtype, _what in (("float", np.float32, "float32"), ("half", np.float
                              ("bool", np.bool_, "bool"), ("short", np.int16, "int16"), ("byte", np.uint8, "uint8"),
                              ("char", np.int8, "int8"),
                              ("double", np.float64, "float64 (float32 unless jax's x64 mode is on)"),
-                             ("long", np.int64, "int64 (int32 unless jax's x64 mode is on)")):
+                             ("long", np.int64, "int64 (int32 unless jax's x64 mode is on)"),
+                             ("cfloat", np.complex64, "complex64"),
+                             ("cdouble", np.complex128, "complex128 (complex64 unless jax's x64 mode is on)")):
     method(_cast_method(_name, _dtype, _what))
 
 
@@ -699,7 +702,40 @@ deflinear_transpose(sub_p, lambda ct, x, y: unbroadcast(ct, x.aval),
                     lambda ct, x, y: unbroadcast(neg_p.bind(ct), y.aval))
 
 
-def _scaled(y, alpha):
+_SCALAR_KINDS = ((_BOOL, (bool, np.bool_)), (_INT, (int, np.integer)), (_FLOAT, (float, np.floating)),
+                 (_COMPLEX, (complex, np.complexfloating)))
+
+
+def scalar_coefficient(op: str, name: str, value, dtype, *, truncates: bool = False):
+    """torch's Scalar argument `name` (`alpha`, `beta`, `value`) of `op` as torch takes it for a result of `dtype`:
+    a bool for a bool result; for an integer result an int, where a float is truncated toward zero (`truncates`: as
+    `addmm` and `addcmul` do) or refused with a bool (as `add` and `addr` do); never complex for a real result. A
+    tensor passes as it is."""
+    if not isinstance(value, (int, float, complex, np.number, np.bool_)):
+        return value
+    kind = category(dtype)
+    given = next(c for c, types in _SCALAR_KINDS if isinstance(value, types))  # NOTE: bool before int
+    if given == _COMPLEX and kind != _COMPLEX:
+        raise DTypeError(f"{op}: {name} must be real for a result of dtype {np.dtype(dtype).name}, got {value!r}"
+                         f"{source_info.where()}; make the operands complex first (`input.to(aotjax.complex64)`)")
+    if kind == _BOOL and (truncates or given != _FLOAT):
+        return bool(value)
+    if kind > _INT or given == _INT or (given == _BOOL and truncates):
+        return value
+    if not truncates:
+        raise DTypeError(f"{op}: {name} must be an integer for a result of dtype {np.dtype(dtype).name}, got "
+                         f"{value!r}{source_info.where()} (torch refuses a {'bool' if given == _BOOL else 'float'} "
+                         f"{name} here); pass an int, or convert the operands to float first")
+    if not math.isfinite(value):
+        raise DTypeError(f"{op}: {name}={value} cannot be converted to the integer dtype "
+                         f"{np.dtype(dtype).name} of the result{source_info.where()}; pass a finite number")
+    return int(value)  # NOTE: torch truncates toward zero (its Scalar cast to the result's type)
+
+
+def _scaled(x, y, alpha, op: str = "add"):
+    if type(alpha) is int and alpha == 1:
+        return y
+    alpha = scalar_coefficient(op, "alpha", alpha, result_type(x, y))
     if alpha == 1:
         return y
     return y * alpha if is_scalar(y) else mul(y, alpha)
@@ -713,7 +749,7 @@ def add(x, y, *, alpha=1):
     >>> aotjax.tensor([1.0, 2.0]).add(aotjax.tensor([1.0, 1.0]), alpha=10)
     tensor([11., 12.])
     """
-    return _binary(add_p, ANY_DTYPE, x, _scaled(y, alpha))
+    return _binary(add_p, ANY_DTYPE, x, _scaled(x, y, alpha))
 
 
 def add_(x, y, *, alpha=1):
@@ -724,7 +760,7 @@ def add_(x, y, *, alpha=1):
     >>> x
     tensor([2., 3.])
     """
-    return binary_inplace(add__p, ANY_DTYPE, x, _scaled(y, alpha))
+    return binary_inplace(add__p, ANY_DTYPE, x, _scaled(x, y, alpha, "add_"))
 
 
 def sub(x, y, *, alpha=1):
@@ -733,7 +769,7 @@ def sub(x, y, *, alpha=1):
     >>> aotjax.sub(aotjax.tensor([5, 6]), aotjax.tensor(1))
     tensor([4, 5])
     """
-    return _binary(sub_p, NUMERIC, x, _scaled(y, alpha))
+    return _binary(sub_p, NUMERIC, x, _scaled(x, y, alpha, "sub"))
 
 
 def sub_(x, y, *, alpha=1):
@@ -744,7 +780,7 @@ def sub_(x, y, *, alpha=1):
     >>> x
     tensor([4, 5])
     """
-    return binary_inplace(sub__p, NUMERIC, x, _scaled(y, alpha))
+    return binary_inplace(sub__p, NUMERIC, x, _scaled(x, y, alpha, "sub_"))
 
 
 mul_p, mul__p, mul, mul_ = _binary_family("mul", jnp.multiply, ANY_DTYPE, """`x * y`, broadcasting, with PyTorch's type

@@ -35,6 +35,7 @@ from aotjax.ops.base.promotion import (
     _INT,
     category,
     check_inplace_cast,
+    result_type,
 )
 from aotjax.ops.math.dtype_classes import ANY_DTYPE, FLOATING, PREDICATE, DtypeClass
 from aotjax.ops.math.elementwise import (
@@ -65,6 +66,7 @@ from aotjax.ops.math.elementwise import (
     ne,
     neg,
     pow,
+    scalar_coefficient,
     sign,
     sin,
     sqrt,
@@ -517,6 +519,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     >>> aotjax.addcmul(aotjax.tensor([1.0]), aotjax.tensor([2.0]), aotjax.tensor([3.0]), value=0.5)
     tensor([4.])
     """
+    value = scalar_coefficient("addcmul", "value", value, result_type(input, tensor1, tensor2), truncates=True)
     return add(input, mul(mul(tensor1, tensor2), value))
 
 
@@ -529,6 +532,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     if all(category(as_tensor(t).dtype) < _FLOAT for t in (tensor1, tensor2)):
         raise DTypeError(f"addcdiv: integer division of tensor1 by tensor2 is not supported{source_info.where()}; "
                          f"convert one of them to float (`tensor1.float()`)")
+    value = scalar_coefficient("addcdiv", "value", value, result_type(input, tensor1, tensor2), truncates=True)
     return add(input, mul(div(tensor1, tensor2), value))
 
 
@@ -913,8 +917,10 @@ def _zeta_lower(x, q):
 
     a, head, _ = lax.while_loop(more, body, (jnp.where(shifted, q, 1), jnp.zeros_like(q), 0))
     out = jnp.where(shifted, jnp.where(a < 0, jnp.nan, head + jsp.zeta(x, a)), jsp.zeta(x, jnp.where(pole, 1, q)))
-    far = (1 / (x - 1) + 1 / (2 * q)) * jnp.power(q, 1 - x)  # NOTE: Cephes' expansion at q > 1e8 (jax's gives 0);
-    out = jnp.where((q > 1e8) & (q < jnp.inf), far, out)  # NaN at q = inf, as PyTorch's series
+    # NOTE: the expansion (Euler-Maclaurin's first terms) at q > 1e4, as Cephes' at q > 1e8: jax's series sums
+    # terms (q + k) ** -x that underflow (to 0 in float32 for a result near 1e-33); NaN at q = inf, as PyTorch's
+    far = (1 / (x - 1) + 1 / (2 * q) + x / (12 * q * q)) * jnp.power(q, 1 - x)
+    out = jnp.where((q > 1e4) & (q < jnp.inf), far, out)
     out = jnp.where(pole, jnp.inf, jnp.where((q < 0) & ~shifted, jnp.nan, out))
     return jnp.where(x == 1, jnp.inf, jnp.where(x < 1, jnp.nan, out)).astype(q.dtype)
 

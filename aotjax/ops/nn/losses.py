@@ -397,8 +397,8 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     if p not in (1, 2):
         raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 are supported, got {p}{where()}")
     input, target = as_tensor(input), as_tensor(target)
-    if input.ndim == 1:  # unbatched: one sample, a 0-d or one-element target
-        loss = multi_margin_loss(input.unsqueeze(0), target.reshape(1), p, margin, weight, reduction)
+    if input.ndim <= 1:  # unbatched: one sample, a 0-d or one-element target (a 0-d input: one class, as torch)
+        loss = multi_margin_loss(input.reshape(1, -1), target.reshape(1), p, margin, weight, reduction)
         return loss.reshape(()) if reduction == "none" else loss
     if input.ndim != 2 or tuple(target.shape) != (input.shape[0],):
         raise ShapeError(f"multi_margin_loss: expected input [N, C] (or [C]) and target [N], got "

@@ -21,7 +21,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from aotjax.autograd.graph import factory
 from aotjax.core.errors import DTypeError, ShapeError
 from aotjax.core.primitive import Recompute, output_size_flops
 from aotjax.core.source_info import where
@@ -31,7 +30,7 @@ from aotjax.ops.base.combinators import standard_primitive
 from aotjax.ops.base.data import _python_scalar, as_tensor
 from aotjax.ops.base.frontend import to_dtype
 from aotjax.ops.base.promotion import default_float_dtype, default_int_dtype, is_float, result_type
-from aotjax.ops.creation.factories import _size
+from aotjax.ops.creation.factories import _size, factory
 from aotjax.ops.random import keys as random
 from aotjax.ops.random.generator import Generator, draw_key
 from aotjax.ops.reduce.sorting import searchsorted
@@ -195,6 +194,7 @@ def _randint_into(op: str, generator, shape, low: int, high_incl: int, dtype: np
     return convert(draw, dtype)
 
 
+@factory
 def randint_like(input: Tensor, low: int = 0, high: int | None = None, *, generator: Generator | None = None,
                  dtype=None) -> Tensor:
     """Integers uniform in `[low, high)` of `input`'s shape and dtype (unless `dtype`), as `torch.randint_like`

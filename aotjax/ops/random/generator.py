@@ -22,11 +22,13 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from aotjax.autograd.graph import factory
 from aotjax.core.interpreter import stack_of_this_thread
 from aotjax.core.source_info import where
 from aotjax.interpreters.batching import BatchTrace, example_index
-from aotjax.ops.base.promotion import default_float_dtype, default_int_dtype
+from aotjax.ops.base.casts import convert
+from aotjax.ops.base.frontend import to_dtype
+from aotjax.ops.base.promotion import category, default_float_dtype, default_int_dtype
+from aotjax.ops.creation.factories import factory
 from aotjax.ops.random import keys as random
 from aotjax.tensor import Tensor, method
 
@@ -189,8 +191,9 @@ def randint(low: int = 0, high: int | None = None, size=None, *, generator: Gene
         raise TypeError(f"randint: a size is required: randint(low, high, size) or randint(high, size){where()}")
     if isinstance(low, int) and isinstance(high, int) and not low < high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}{where()}")
-    return random.randint(draw_key("randint", generator), _size((size,)), low, high,
-                          default_int_dtype() if dtype is None else dtype)
+    dt = default_int_dtype() if dtype is None else to_dtype(dtype, "randint")
+    drawn = default_int_dtype() if category(dt) in (0, 2) else dt  # NOTE: torch's float (bool) randint: whole numbers
+    return convert(random.randint(draw_key("randint", generator), _size((size,)), low, high, drawn), dt)
 
 
 @factory

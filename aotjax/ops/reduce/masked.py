@@ -19,7 +19,7 @@ from aotjax.core.errors import DTypeError
 from aotjax.ops.base.casts import convert
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.base.frontend import to_dtype
-from aotjax.ops.base.promotion import _BOOL, _FLOAT, category
+from aotjax.ops.base.promotion import _BOOL, _FLOAT, _INT, category, default_float_dtype
 from aotjax.ops.linalg.norms import vector_norm
 from aotjax.ops.math.elementwise import abs, div, maximum, mul, neg, sqrt, sub, where
 from aotjax.ops.math.functions import logaddexp as _logaddexp
@@ -191,6 +191,9 @@ def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     tensor(0.6931472)
     """
     x = _input(input, dtype)
+    if category(x.dtype) < _FLOAT:  # NOTE: as torch's: computed in float, the result cast back (truncated)
+        wide = convert(x, default_float_dtype())
+        return convert(_logsumexp(_fill(wide, _mask("logsumexp", mask, x), -math.inf), dim, keepdim), x.dtype)
     return _logsumexp(_fill(x, _mask("logsumexp", mask, x), -math.inf), dim, keepdim)
 
 
@@ -269,6 +272,7 @@ def var(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype
     tensor(2.)
     """
     x = _input(input, dtype)
+    x = convert(x, default_float_dtype()) if category(x.dtype) == _INT else x  # NOTE: torch's: a float variance
     _floating("var", x)
     if correction is None:
         correction = 0 if unbiased is False else 1

@@ -558,6 +558,8 @@ def _sum_to_size(x, *size):
     tensor([[2., 2., 2.]])
     """
     size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    if not size:  # NOTE: torch's `sum_to` of an empty size is `x.sum()`, whose dtype promotes (bool -> int64)
+        return sum(x)
     extra = x.ndim - len(size)
     if extra < 0 or builtins.any(s not in (1, n) for s, n in zip(size, x.shape[extra:])):
         raise ShapeError(f"sum_to_size: size {tuple(size)} is not expandable to the tensor's shape {x.shape}{_where()}")

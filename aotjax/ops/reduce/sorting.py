@@ -173,6 +173,8 @@ def _extremum_lower(fn, nan_wins):
     def lower(x, *, axis):
         if x.ndim == 0:
             return x
+        if x.dtype == jnp.bool_:  # NOTE: lax's running max/min refuse bools; as 0/1 they are the same
+            return fn(x.astype(np.int8), axis=axis) != 0
         out = fn(x, axis=axis)
         if jnp.issubdtype(x.dtype, jnp.floating):  # NOTE: PyTorch's running max/min is NaN from the first NaN on
             out = jnp.where(lax.cummax(jnp.isnan(x).astype(np.int8), axis=axis) > 0, jnp.nan, out)
@@ -575,7 +577,7 @@ def unique_consecutive(x, return_inverse: bool = False, return_counts: bool = Fa
     if b.shape[0] == 0:
         starts = np.zeros(0, bool)
     else:
-        diff = (b[1:] != b[:-1]).reshape(b.shape[0] - 1, -1).any(axis=1)
+        diff = (b[1:] != b[:-1]).reshape(b.shape[0] - 1, math.prod(b.shape[1:])).any(axis=1)  # NOTE: 0 elements
         starts = np.concatenate([[True], diff])
     keep = b[starts]
     values = keep if dim is None else np.moveaxis(keep, 0, axis)
