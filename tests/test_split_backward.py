@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +56,15 @@ def test_an_mlp_split_equals_grad_and_its_input_part_computes_no_weight_gradient
     inputs_part = split.backward_inputs.jaxpr
     produced = {tuple(v.aval.shape) for e in inputs_part.eqns if e.primitive.name == "matmul" for v in e.outputs}
     assert produced.isdisjoint({(3, 5), (5, 6), (6, 2)})  # NOTE: no dW matmul
+    # and none in what XLA compiles of it (jitted, as a schedule calls it): no dot gives a weight-shaped result
+    bwd_in = split.backward_inputs_from(split.primals(*args), split.forward(*split.primals(*args)),
+                                        [aotjax.tensor(1.0)])
+    hlo = aotjax.jit(lambda *a: split.backward_inputs(*a)).lower(*bwd_in).compile().as_text()
+    dots = [line for line in hlo.splitlines() if " dot(" in line]
+    results = [line.split("=", 1)[1].split(" dot(")[0] for line in dots]  # `%dot.3 = f32[4,5]{1,0} dot(...)`
+    assert results and not any(re.search(rf"f(32|64)\[{m},{n}\]", r) for r in results
+                               for m, n in ((3, 5), (5, 6), (6, 2))), dots
+    assert any(re.search(r"f(32|64)\[4,3\]", r) for r in results), dots  # NOTE: the input's cotangent is there
     assert sum(e.primitive.name == "matmul" for e in split.backward_weights.jaxpr.eqns) == 3
     assert split.backward_inputs.output_names[0] == "cotangent[x]"
     assert split.backward_weights.output_names == ["cotangent[w1]", "cotangent[w2]", "cotangent[w3]"]
