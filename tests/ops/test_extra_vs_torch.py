@@ -345,8 +345,12 @@ def test_special_matches_torch():
     _check(y, ty)
     with pytest.raises(UnsupportedError, match="igamma: the derivative in input"):
         aotjax.grad(lambda a: aotjax.igamma(a, x).sum())(a)
-    with pytest.raises(UnsupportedError, match="nextafter: the derivative is not implemented"):
-        aotjax.grad(lambda x: aotjax.nextafter(x, a).sum())(x)
+    # nextafter's derivative is torch's: 1 in input, 0 in other
+    tx2, ta2 = _t(GX, True), _t(GA, True)
+    want = torch.autograd.grad(torch.nextafter(tx2, ta2).sum(), [tx2, ta2])
+    got = aotjax.grad(lambda x, a: aotjax.nextafter(x, a).sum(), argnums=(0, 1))(x, a)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(as_np(g), w.numpy())
     with pytest.raises(DTypeError, match="frexp: expected a floating-point tensor"):
         aotjax.frexp(aotjax.tensor([1, 2]))
 

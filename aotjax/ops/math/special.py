@@ -476,18 +476,15 @@ defjvp(igamma_p, _no_derivative_in_a("igamma"), lambda t, a, x: t * _density(a, 
 defjvp(igammac_p, _no_derivative_in_a("igammac"), lambda t, a, x: -(t * _density(a, x)))
 
 nextafter_p, nextafter_inplace_p, nextafter, nextafter_ = _make("nextafter", jnp.nextafter, """The next
-    floating-point value after `input` towards `other`, elementwise, as `torch.nextafter`. Not differentiable
-    (as in PyTorch, differentiating it raises).
+    floating-point value after `input` towards `other`, elementwise, as `torch.nextafter`; its derivative is
+    torch's: 1 in `input` where it differs from `other` (the step is below any tangent's resolution), else 0; 0 in
+    `other`.
 
     >>> (aotjax.nextafter(aotjax.tensor([1.0]), aotjax.tensor([2.0])) > 1.0).item()
     True
     """)
-def _nextafter_jvp(t, x, y):
-    raise UnsupportedError(f"nextafter: the derivative is not implemented, as in PyTorch{source_info.where()}; "
-                           f"apply it to detached tensors")
-
-
-defjvp(nextafter_p, _nextafter_jvp, _nextafter_jvp)
+# NOTE: torch 2.13's NextafterBackward0: 1 in input where it differs from other (0 where they are equal), 0 in other
+defjvp(nextafter_p, lambda t, x, y: t * (x != y).to(t.dtype), None)
 
 
 class FrexpResult(NamedTuple):
