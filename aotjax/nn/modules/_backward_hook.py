@@ -174,16 +174,10 @@ class BackwardHook:
 
     def _on_grad_outputs(self, g):
         reached = self.reached if len(self.outputs[0]) > 1 else None
-        given = grad_outputs = self._spread(g, self.outputs, self.n_outputs, reached)
+        given = self._spread(g, self.outputs, self.n_outputs, reached)
         self.reached = set()
-        for hook in self.pre_hooks:
-            result = hook(self.module, grad_outputs)
-            if result is None:
-                continue
-            if len(result) != len(grad_outputs):
-                raise RuntimeError(f"Backward pre hook returned an invalid number of grad_output, got {len(result)}, "
-                                   f"but expected {len(grad_outputs)}")
-            grad_outputs = tuple(result)
+        grad_outputs = _replaced(given, self.pre_hooks, lambda hook, grads: hook(self.module, grads),
+                                 "Backward pre hook", "grad_output")
         self.grad_outputs = grad_outputs
         if self.inputs is None:
             self._hooks_without_inputs()
@@ -208,14 +202,21 @@ class BackwardHook:
         grad_inputs = list(self._spread(g, self.inputs, self.n_inputs))
         for i, shape, dtype in self.constants:  # NOTE: torch's gradient of an input that does not require grad
             grad_inputs[i] = zeros(shape, dtype=dtype)
-        given = grad_inputs = tuple(grad_inputs)
-        for hook in self.hooks:
-            result = hook(self.module, grad_inputs, self.grad_outputs)
-            if result is None:
-                continue
-            if len(result) != len(grad_inputs):
-                raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got {len(result)}, but "
-                                   f"expected {len(grad_inputs)}")
-            grad_inputs = tuple(result)
+        given = tuple(grad_inputs)
+        grad_inputs = _replaced(given, self.hooks, lambda hook, grads: hook(self.module, grads, self.grad_outputs),
+                                "Backward hook", "grad_input")
         self.grad_outputs = None
         return None if grad_inputs is given else self._gather(grad_inputs, self.inputs, g)
+
+
+def _replaced(grads: tuple, hooks, call, who: str, what: str) -> tuple:
+    """`grads` as the `hooks` replace them in turn (`call(hook, grads)`; None keeps them), as torch checks them."""
+    for hook in hooks:
+        result = call(hook, grads)
+        if result is None:
+            continue
+        if len(result) != len(grads):
+            raise RuntimeError(f"{who} returned an invalid number of {what}, got {len(result)}, but expected "
+                               f"{len(grads)}")
+        grads = tuple(result)
+    return grads

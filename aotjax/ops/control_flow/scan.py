@@ -35,7 +35,7 @@ from aotjax.core.checks import check_record
 from aotjax.core.errors import ShapeError, UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer
-from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, prune_jaxpr, split_rules, used_inputs
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, split_rules, used_inputs
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
 from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate
@@ -329,13 +329,8 @@ def _scan_dce(eqn: Eqn, used_outputs: list[bool]) -> Eqn:
     p = eqn.params
     jaxpr, num_consts, num_carry = p["jaxpr"], p["num_consts"], p["num_carry"]
     j = jaxpr.jaxpr
-    used_carry, used_ys = list(used_outputs[:num_carry]), list(used_outputs[num_carry:])
-    for _ in range(num_carry + 1):
-        _, used_in = prune_jaxpr(jaxpr, used_carry + used_ys)
-        new = [a or b for a, b in zip(used_carry, used_in[num_consts:num_consts + num_carry])]
-        if new == used_carry:
-            break
-        used_carry = new
+    used_carry, used_ys = _needed_carries(j, num_consts, num_carry, used_outputs), list(used_outputs[num_carry:])
+    used_in = used_inputs(j, used_carry + used_ys)
     used_consts, _, used_xs = split_list(used_in, num_consts, num_carry)
     keep_in = used_consts + used_carry + used_xs
     keep_out = used_carry + used_ys
