@@ -13,7 +13,8 @@ initial weights and trains on the same batch (random tokens) for `steps` steps:
     torch eager    `with autocast: loss = model(x, y)`; `loss.backward(); opt.step(); opt.zero_grad()`
     torch.compile  the same with `torch.compile(model)`
     aotjax jit     `aotjax.jit(step)` of the same step: forward, backward and AdamW as one program
-    aotjax scan    the same, the model's blocks run as one `aotjax.nn.scan_layers` (one layer's program)
+    aotjax scan    the same, the model's blocks an `aotjax.nn.LayerStack` run as one `aotjax.nn.scan_layers` (one
+                   layer's program; the weights stored stacked, updated in place by AdamW)
     jax            `jax.jit` of `jax.value_and_grad` plus AdamW in jnp, the state donated
 
 Printed per contender: the first step's time (tracing and compiling), the mean time of the other steps (each step
@@ -56,7 +57,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from imperative_step import make_model  # noqa: E402
-from vs_torch import BETAS, EPS, LR, WD, JaxTrainer, scanned  # noqa: E402
+from vs_torch import BETAS, EPS, LR, WD, JaxTrainer, layer_stack, scanned  # noqa: E402
 
 import aotjax  # noqa: E402
 
@@ -117,6 +118,8 @@ def aotjax_contender(weights: dict, cfg: dict, scan: bool):
     with aotjax.no_grad():
         for name, p in model.named_parameters():
             p.copy_(aotjax.tensor(weights[name]))
+    if scan:  # NOTE: the blocks' weights stored stacked: the scan and AdamW run over them as they are
+        model = layer_stack(model)
     opt = aotjax.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
     device_type = "cuda" if jax.devices()[0].platform == "gpu" else "cpu"
     step = aotjax.jit(step_of(aotjax, scanned(model) if scan else model, opt, device_type))

@@ -16,7 +16,10 @@ The contenders, one row each per depth:
     aotjax compile(model)  the same step with `aotjax.compile(model)`: `grad(aot)`, aot's forward and backward
                            programs, AdamW eagerly
     aotjax jit(step)       the whole step (forward, backward, AdamW) as one program: `aotjax.jit(step)`
-    aotjax scan_layers     `jit(step)` of the model whose blocks run as one `nn.scan_layers` (one layer's program)
+    aotjax scan_layers     `jit(step)` of the model whose blocks run as one `nn.scan_layers` (the blocks' weights
+                           stacked on each call: the program grows with the depth)
+    aotjax LayerStack      the same with the blocks an `nn.LayerStack` (their weights stored stacked, the scan and
+                           AdamW over the stacked tensors: one layer's program whatever the depth)
     jax                    hand-written: `jax.jit` of `jax.value_and_grad` of the same math (attention by
                            `jax.nn.dot_product_attention`) plus AdamW in jnp, parameters and optimizer state donated
 
@@ -65,6 +68,12 @@ def step_of(model, opt):
         opt.zero_grad()
         return loss.detach()
     return step
+
+
+def layer_stack(model):
+    """`model` with its blocks stored stacked (`aotjax.nn.LayerStack`), before its optimizer is made."""
+    model.blocks = aotjax.nn.LayerStack(model.blocks)
+    return model
 
 
 def scanned(model):
@@ -174,13 +183,15 @@ def contenders(size: dict, layers: int, use_compile: bool) -> tuple[dict, dict]:
         return step_of(torch.compile(model) if compiled else model, torch.optim.AdamW(
             model.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WD))
 
-    def ours(wrap_model=lambda m: m, wrap_step=lambda s: s):
+    def ours(wrap_model=lambda m: m, wrap_step=lambda s: s, prepare=lambda m: m):
         model = make_model(aotjax, vocab, d, heads, layers, ctx)
         load(aotjax, model, list(weights.values()))
+        model = prepare(model)
         opt = aotjax.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WD)
         return wrap_step(step_of(wrap_model(model), opt))
 
-    jitted = {"aotjax jit(step)": aotjax.jit(ours()), "aotjax scan_layers": aotjax.jit(ours(scanned))}
+    jitted = {"aotjax jit(step)": aotjax.jit(ours()), "aotjax scan_layers": aotjax.jit(ours(scanned)),
+              "aotjax LayerStack": aotjax.jit(ours(scanned, prepare=layer_stack))}
     ways = {"torch eager": (torch_step(False), *t_args)}
     if use_compile:
         ways["torch.compile"] = (torch_step(True), *t_args)

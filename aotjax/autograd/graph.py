@@ -236,10 +236,11 @@ gradient_buffers: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 def link_lifted(inner: Tensor, outer) -> None:
     """`inner`, a tensor of a staged function standing for `outer` (an argument or a captured tensor, viewing all of
-    its storage), requires grad if `outer` does, at the same place in the graph (a leaf stays that leaf)."""
-    if not isinstance(outer, Tensor) or outer._ag is None or inner._chain or outer._chain:
+    its storage, or the same view of it), requires grad if `outer` does, at the same place in the graph (a leaf stays
+    that leaf; a view of a leaf, a layer's weight in a stacked parameter, stays a view of it)."""
+    if not isinstance(outer, Tensor) or outer._ag is None or inner._chain != outer._chain:
         return
-    inner._ag = outer._ag
+    inner._ag = outer._ag if not outer._chain else NONLEAF
     storage = inner._storage
     if storage.grad_node is None:
         storage.grad_node, storage.grad_index = outer._storage.grad_node, outer._storage.grad_index

@@ -356,6 +356,11 @@ class Module:
             object.__setattr__(self, table, OrderedDict())
         object.__setattr__(self, "_modules", {})
 
+    # NOTE: True on a module whose own tables hold its descendants' tensors, stacked (`aotjax.nn.LayerStack`): the
+    # descendants hold views of them. Traversals take the stacked tensors and skip the views; the state dict has
+    # the views (per-layer keys), not the stacked tensors.
+    _stacked_state = False
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         _register_pytree(cls)
@@ -674,8 +679,8 @@ class Module:
             yield module
 
     def _named_members(self, kind: str, prefix: str, recurse: bool, remove_duplicate: bool):
-        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [
-            (prefix, self)]
+        modules = _state_holders(self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)) if recurse \
+            else [(prefix, self)]
         seen = set()
         for module_prefix, module in modules:
             for name, value in module.__dict__[kind].items():
@@ -777,10 +782,10 @@ class Module:
             destination = OrderedDict()
         for hook in self._state_dict_pre_hooks.values():
             hook(self, prefix, keep_vars)
-        for name, param in self._parameters.items():
+        for name, param in () if self._stacked_state else self._parameters.items():
             if param is not None:
                 destination[prefix + name] = param if keep_vars else param.detach()
-        for name, buf in self._buffers.items():
+        for name, buf in () if self._stacked_state else self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
         for name, module in self._modules.items():
@@ -830,8 +835,8 @@ class Module:
               errors: list) -> None:
         for hook in self._load_state_dict_pre_hooks.values():
             hook(state_dict, prefix, {}, True, missing, unexpected, errors)
-        local = {name: p for name, p in self._parameters.items() if p is not None}
-        local.update((name, b) for name, b in self._buffers.items()
+        local = {} if self._stacked_state else {name: p for name, p in self._parameters.items() if p is not None}
+        local.update((name, b) for name, b in ({} if self._stacked_state else self._buffers).items()
                      if b is not None and name not in self._non_persistent_buffers_set)
         for name, target in local.items():
             key = prefix + name
@@ -989,12 +994,14 @@ class Module:
         return self._convert(lambda t: is_float(t.dtype), "bfloat16")
 
     def _convert(self, which: Callable[[Tensor], bool], dtype) -> "Module":
-        for module in self.modules():
+        for _, module in _state_holders(self.named_modules()):
             for kind in ("_parameters", "_buffers"):
                 table = module.__dict__[kind]
                 for name, t in table.items():
                     if t is not None and which(t):
                         table[name] = _converted(t, dtype)
+            if module._stacked_state:
+                module._view_layers()  # NOTE: the layers view the converted stacked tensors again
         return self
 
     # -- printing ----------------------------------------------------------------------------------
@@ -1017,6 +1024,17 @@ class Module:
             else:
                 body = "\n  " + "\n  ".join(lines) + "\n"
         return f"{self._get_name()}({body})"
+
+
+def _state_holders(named_modules):
+    """`(prefix, module)` of `named_modules` but the descendants of a module with stacked state (their tensors are
+    views of its own)."""
+    skip = None
+    for prefix, module in named_modules:
+        if skip is not None and prefix.startswith(skip):
+            continue
+        skip = (prefix + "." if prefix else "") if module._stacked_state else None
+        yield prefix, module
 
 
 def _indent(text: str, spaces: int) -> str:
@@ -1129,7 +1147,10 @@ def _unflatten(definition: _ModuleDef, children) -> Module:
 
 
 def _register_pytree(cls: type) -> None:
-    jax.tree_util.register_pytree_with_keys(cls, _flatten_with_keys, _unflatten, _flatten)
+    """Register `cls` with its own pytree functions where it defines them (`aotjax.nn.LayerStack`), else Module's."""
+    jax.tree_util.register_pytree_with_keys(cls, getattr(cls, "_tree_flatten_with_keys", _flatten_with_keys),
+                                            getattr(cls, "_tree_unflatten", _unflatten),
+                                            getattr(cls, "_tree_flatten", _flatten))
 
 
 _register_pytree(Module)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from aotjax.core.source_info import where
 from aotjax.func import _stacked, functional_call
 from aotjax.lax import scan
 from aotjax.transforms.checkpoint import checkpoint
@@ -16,7 +17,12 @@ def scan_layers(layers, x, *, policy: Callable | None = None, prevent_cse: bool 
 
     The layers must be of one class, with the same parameter and buffer names and shapes and the same mode
     (`training`); each must map `x` to a value of `x`'s shape. Buffers a layer writes in place (BatchNorm's running
-    statistics) are written back to that layer's buffers after the loop. With `policy` (an `aotjax.checkpoint`
+    statistics) are written back to that layer's buffers after the loop.
+
+    Given an `aotjax.nn.LayerStack`, the scan runs over its stacked tensors as they are: nothing is stacked per call
+    and the gradients are the stacked tensors', so a compiled step (forward, backward, optimizer) is one layer's
+    program whatever the depth. Given another list, its layers' tensors are stacked on each call (a copy, and a
+    program that grows with the depth). With `policy` (an `aotjax.checkpoint`
     policy) each layer is a checkpointed region: the backward recomputes a layer's intermediates from its input
     instead of saving them for every layer.
 
@@ -28,19 +34,40 @@ def scan_layers(layers, x, *, policy: Callable | None = None, prevent_cse: bool 
     >>> float((aotjax.nn.scan_layers(layers, x) - loop).abs().max()) < 1e-6
     True
     """
+    if getattr(layers, "_stacked_state", False):  # an `aotjax.nn.LayerStack`
+        return _scan_stack(layers, x, policy, prevent_cse)
     layers = list(layers)
     if not layers:
         raise ValueError("scan_layers: expected at least one layer, got none")
     first = layers[0]
-    structure = _structure(first)
-    for k, layer in enumerate(layers[1:], 1):
-        if _structure(layer) != structure:
-            raise ValueError(f"scan_layers: every layer must be like the first ({type(first).__name__}: one class, "
-                             f"the same parameter and buffer names and shapes, the same training mode); layer {k} "
-                             f"({type(layer).__name__}) differs. Run unlike layers in a Python loop")
+    check_alike(layers, "scan_layers", "Run unlike layers in a Python loop")
     params = _stacked(layers, lambda m: m.named_parameters(), detach=False)
     buffers = _stacked(layers, lambda m: m.named_buffers(), detach=False)
     versions = {name: _version(b) for name, b in buffers.items()}
+    out = _scan(first, x, params, buffers, policy, prevent_cse)
+    for name, stacked in buffers.items():  # NOTE: the body wrote a layer's buffers through its slice of the stack
+        if versions[name] is None or _version(stacked) != versions[name]:
+            for k, layer in enumerate(layers):
+                dict(layer.named_buffers())[name].copy_(stacked[k])
+    return out
+
+
+def _scan_stack(stack, x, policy, prevent_cse: bool):
+    """`scan_layers` of a LayerStack: over its stacked tensors themselves (a layer's write into a buffer is a write
+    into the stacked buffer)."""
+    if len(stack) == 0:
+        raise ValueError("scan_layers: expected at least one layer, got an empty LayerStack")
+    stack.check_views("scan_layers")
+    first = stack[0]
+    if any(layer.training != first.training for layer in stack):
+        raise ValueError(f"scan_layers: the layers of a LayerStack must share one training mode; set it on the stack "
+                         f"(`stack.train()` / `stack.eval()`){where()}")
+    params, buffers = stack.stacked_tensors()
+    return _scan(first, x, params, buffers, policy, prevent_cse)
+
+
+def _scan(first, x, params: dict, buffers: dict, policy, prevent_cse: bool):
+    """The scan: `first` called with each layer's slice of `params` and `buffers` on the carried `x`."""
 
     def layer_call(h, p, b):
         return functional_call(first, (p, b), (h,))
@@ -57,16 +84,23 @@ def scan_layers(layers, x, *, policy: Callable | None = None, prevent_cse: bool 
         return out.to(h.dtype), None
 
     out, _ = scan(body, x, (params, buffers))
-    for name, stacked in buffers.items():  # NOTE: the body wrote a layer's buffers through its slice of the stack
-        if versions[name] is None or _version(stacked) != versions[name]:
-            for k, layer in enumerate(layers):
-                dict(layer.named_buffers())[name].copy_(stacked[k])
     return out
+
+
+def check_alike(layers: list, what: str, instead: str) -> None:
+    """Raise unless the layers can be stacked or scanned together: one class, the same parameter and buffer names,
+    shapes, dtypes and `requires_grad`, one training mode."""
+    structure = _structure(layers[0])
+    for k, layer in enumerate(layers[1:], 1):
+        if _structure(layer) != structure:
+            raise ValueError(f"{what}: every layer must be like the first ({type(layers[0]).__name__}: one class, the "
+                             f"same parameter and buffer names, shapes, dtypes and requires_grad, the same training "
+                             f"mode); layer {k} ({type(layer).__name__}) differs{where()}. {instead}")
 
 
 def _structure(layer) -> tuple:
     return (type(layer), layer.training,
-            tuple((n, tuple(t.shape), t.dtype) for n, t in layer.named_parameters()),
+            tuple((n, tuple(t.shape), t.dtype, t.requires_grad) for n, t in layer.named_parameters()),
             tuple((n, tuple(t.shape), t.dtype) for n, t in layer.named_buffers()))
 
 

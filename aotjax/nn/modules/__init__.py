@@ -9,6 +9,7 @@ from aotjax.nn.modules.dropout import Dropout
 from aotjax.nn.modules.embedding_bag import EmbeddingBag
 from aotjax.nn.modules.groupnorm import *  # noqa: F403
 from aotjax.nn.modules.groupnorm import __all__ as _GROUPNORM
+from aotjax.nn.modules.layer_stack import LayerStack
 from aotjax.nn.modules.linear import Bilinear, Identity, Linear
 from aotjax.nn.modules.loss import *  # noqa: F403
 from aotjax.nn.modules.loss import __all__ as _LOSS
@@ -74,3 +75,4 @@ __all__ += ["Transformer", "TransformerEncoder", "TransformerDecoder", "Transfor
             "TransformerDecoderLayer"]
 __all__ += ["ParameterList", "ParameterDict", "Fold", "Unfold", "Softmax2d", "UpsamplingNearest2d",
             "UpsamplingBilinear2d", "LPPool1d", "LPPool2d", "LPPool3d"]
+__all__ += ["LayerStack"]

@@ -185,7 +185,7 @@ class ModuleList(Module):
         """PyTorch's: consecutive modules with equal reprs are one line, `(0-2): 3 x Linear(...)`."""
         reprs = [repr(m) for m in self]
         if not reprs:
-            return "ModuleList()"
+            return f"{self._get_name()}()"
         lines, start = [], 0
         for i in range(1, len(reprs) + 1):
             if i == len(reprs) or reprs[i] != reprs[start]:
@@ -193,7 +193,7 @@ class ModuleList(Module):
                 count = i - start
                 lines.append(f"({start}): {body}" if count == 1 else f"({start}-{i - 1}): {count} x {body}")
                 start = i
-        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
+        return f"{self._get_name()}(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):

@@ -278,9 +278,6 @@ class ParametrizationList(ModuleList):
             x = module(x)
         return x
 
-    def __repr__(self) -> str:
-        return type(self).__name__ + super().__repr__()[len("ModuleList"):]
-
 
 def _register(module: Module, name: str, tensor: Tensor) -> None:
     if isinstance(tensor, Parameter):
