@@ -49,6 +49,7 @@ _TANGENT_MAPS = [
     ("matrix_exp", L.matrix_exp, lambda: _mat() / 3),
     ("cholesky_solve", lambda x: aotjax.cholesky_solve(aotjax.ones(3, 2, dtype=x.dtype), x), _mat),
     ("pinv", L.pinv, _mat),
+    ("pinv_tolerances", lambda x: L.pinv(x, atol=aotjax.tensor(0.1, dtype=x.dtype)), _mat),
     ("vector_norm", lambda x: L.vector_norm(x, ord=3), _mat),
     ("matrix_norm", lambda x: L.matrix_norm(x, ord="nuc"), _mat),
 ]

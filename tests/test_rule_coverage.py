@@ -28,6 +28,7 @@ from tests.op_records import RECORDS, records
 TRANSPOSE_TESTED_ELSEWHERE = {
     "detach": "its cotangent is zero by design: test_transpose.py::test_detach_has_a_zero_cotangent",
     "checkpoint": "transposed through its body: tests/test_checkpoint.py",
+    "linspace_ends_jvp": "never in a linear program: an integer `linspace`'s results have no tangent",
     "aot_lin": "its transpose is the compiled backward: tests/test_aot.py",
     "custom_lin": "its transpose is the user's bwd: tests/test_custom_derivatives.py",
     "scan": "transposed through its body: tests/test_scan.py (the dot-product test of a linear scan)",

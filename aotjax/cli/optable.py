@@ -47,7 +47,7 @@ FAMILIES: dict[str, Family | None] = {
                                  "`layout=aotjax.strided` (the only layout) and `pin_memory=` as torch's; "
                                  "`empty_strided` with contiguous strides only; `Tensor.new_*` below; "
                                  "`linspace`/`logspace` ends may be 0-d tensors, traced ones too (no derivative "
-                                 "in them, as torch)"),
+                                 "in them, as torch); an integer `linspace` rounds as torch's (float64, fused)"),
     "base.data": Family("creation from data", "`tensor` takes lists, NumPy and jax arrays; `as_tensor` keeps a tensor "
                         "as it is; `promote`: torch's type promotion"),
     "base.casts": Family("casts", "`Tensor.to` and the cast methods (`float double half bfloat16 int long bool "
@@ -80,7 +80,8 @@ FAMILIES: dict[str, Family | None] = {
     "linalg.lapack": Family("linear algebra: torch's older names", "`cholesky qr svd lu lu_solve triangular_solve` "
                             "with torch's arguments and results, through `aotjax.linalg`"),
     "shape.views": Family("views", "views share their base's storage as in torch; basic indexing `x[i]`, `x[a:b:c]`, "
-                          "`x[..., None]`; metadata mutations `t_ transpose_ squeeze_ unsqueeze_`"),
+                          "`x[..., None]`; metadata mutations `t_ transpose_ squeeze_ unsqueeze_`; `narrow select` "
+                          "at a traced 0-d tensor position: a gathered copy"),
     "shape.arrangement": Family("arrangement", "views where torch returns views; `repeat_interleave` takes "
                                 "`output_size=` for traced counts; the `*_copy` forms: the view's values in a new "
                                 "contiguous tensor"),
@@ -93,13 +94,15 @@ FAMILIES: dict[str, Family | None] = {
                                       "fill_value=)` and `nonzero_static` traced"),
     "nn.activations": Family("activations", "`inplace=`; `relu gelu silu sigmoid tanh` are the elementwise ops"),
     "nn.losses": Family("losses", "`reduction`, `weight`, `ignore_index`, `pos_weight`, `log_target`; `ctc_loss` "
-                        "(padded or concatenated targets; a `scan` over time, its exact derivative: torch's backward "
-                        "assumes a `log_softmax` before it)"),
+                        "(padded or concatenated targets; a `scan` over time; torch's gradient, whose backward assumes "
+                        "`log_softmax` outputs)"),
     "nn.normalization": Family("normalization and dropout", "`dropout(key=` or a generator`)`"),
     "nn.conv": Family("convolution", "stride, padding incl. `'same'`, dilation, groups; one `conv` primitive whose "
-                      "transposes are convolutions: derivatives of any order; `vmap` folds the batch into N or groups"),
+                      "transposes are convolutions: derivatives of any order; `vmap` folds the batch into N or groups; "
+                      "integer inputs as torch's CPU kernels (any integer dtype; transposed: int64)"),
     "nn.pooling": Family("pooling", "`return_indices`; `unfold fold` (im2col); `max_unpool*` (`output_size=`); "
-                                    "`fractional_max_pool*` (`_random_samples`, else `key=`/`generator=`)"),
+                                    "`fractional_max_pool*` (`_random_samples`, else `key=`/`generator=`); a batch "
+                                    "of 0; `avg_pool*` of int64 truncates each mean, as torch"),
     "linalg.compact": Family("linear algebra: LAPACK's compact forms",
                              "`lu_unpack`; `geqrf` (not differentiable, as torch) with `orgqr ormqr`; "
                              "`aotjax.linalg.ldl_factor ldl_solve` (torch's pivots)"),
@@ -128,7 +131,8 @@ NAMESPACES: dict[str, str] = {
                      "complex); the factorizations are "
                      "`from_jax` primitives whose derivatives, transposes and batching are JAX's, with torch's "
                      "conventions (a symmetric input's gradient is symmetric: `cholesky`, `eigh`; "
-                     "`pinv(hermitian=True)` reads one triangle)",
+                     "`pinv(hermitian=True)` reads one triangle); `pinv matrix_rank` take tolerance tensors; "
+                     "`lstsq`'s results per CPU `driver`",
     "aotjax.special": "the polynomials take integer degrees `n` (tensors or numbers; no derivative, as torch)",
     "aotjax.masked": "torch.masked's functions on plain tensors with `mask=` (no `MaskedTensor`); fully masked "
                      "results as torch",

@@ -442,3 +442,214 @@ def test_vander_of_a_0d_tensor_and_ldl_factor_of_empty_matrices_as_torch():
         LD, pivots, info = L.linalg.ldl_factor_ex(L.zeros(2, 0, 0))
         assert (tuple(LD.shape), tuple(pivots.shape), info.tolist()) == ((2, 0, 0), (2, 0), [0, 0])
         assert tuple(L.linalg.ldl_factor(L.zeros(0, 0)).pivots.shape) == (0,)
+
+
+# -- a batch of 0 through the pools, unfold and fold ------------------------------------------------------------
+EMPTY_BATCH = {
+    "unfold": ((0, 2, 4, 4), lambda F, x: F.unfold(x, 2)),
+    "fold": ((0, 8, 4), lambda F, x: F.fold(x, (3, 3), 2)),
+    "adaptive_avg_pool1d": ((0, 2, 5), lambda F, x: F.adaptive_avg_pool1d(x, 2)),
+    "adaptive_avg_pool3d": ((0, 2, 3, 3, 3), lambda F, x: F.adaptive_avg_pool3d(x, 2)),
+    "adaptive_max_pool2d": ((0, 2, 5, 5), lambda F, x: F.adaptive_max_pool2d(x, 2, return_indices=True)),
+    "max_pool1d": ((0, 2, 5), lambda F, x: F.max_pool1d(x, 2)),
+    "avg_pool2d": ((0, 2, 4, 4), lambda F, x: F.avg_pool2d(x, 2)),
+    "lp_pool1d": ((0, 2, 4), lambda F, x: F.lp_pool1d(x, 2, 2)),
+    "fractional_max_pool2d": ((0, 2, 5, 5), lambda F, x: F.fractional_max_pool2d(x, 2, output_size=2)),
+    "max_unpool1d": ((0, 2, 3), lambda F, x: F.max_unpool1d(x, (x * 0).long(), 2)),
+}
+
+
+@pytest.mark.parametrize("name", EMPTY_BATCH)
+def test_a_batch_of_0_as_torch(name):  # the window sizes were reshaped as -1, which a 0-element tensor cannot infer
+    shape, f = EMPTY_BATCH[name]
+    theirs = f(torch.nn.functional, torch.zeros(shape))
+    ours = f(aotjax.nn.functional, aotjax.zeros(shape))
+    for o, t in zip(*((ours, theirs) if isinstance(theirs, tuple) else ((ours,), (theirs,)))):
+        assert tuple(o.shape) == tuple(t.shape), name
+    if name in ("unfold", "adaptive_avg_pool3d"):
+        g = aotjax.grad(lambda x: f(aotjax.nn.functional, x).sum())(aotjax.zeros(shape))
+        assert tuple(g.shape) == shape
+    with pytest.raises(ShapeError, match="non-zero channel and spatial sizes"):  # channels may not be 0: torch's rule
+        aotjax.nn.functional.unfold(aotjax.zeros(2, 0, 4, 4), 2)
+
+
+# -- integer convolutions, average pools and local_response_norm (torch's CPU kernels) -------------------------------
+def _int_input(L, shape, dtype):
+    return L.tensor((np.arange(np.prod(shape)) * 5 % 13 - 6).reshape(shape), dtype=getattr(L, dtype))
+
+
+INT_OPS = {  # name: (input shape, the call, the integer dtypes torch's CPU runs it for)
+    "conv1d": ((1, 2, 5), lambda L, x: L.nn.functional.conv1d(x, x[0, :, :2].reshape(1, 2, 2) + 1, stride=2),
+               ("uint8", "int8", "int64")),
+    "conv2d": ((1, 2, 4, 4), lambda L, x: L.nn.functional.conv2d(x, x[:, :, :2, :2] * 3, x[0, 0, 0, :1], padding=1),
+               ("uint8", "int8", "int64")),
+    "conv_transpose1d": ((1, 2, 4), lambda L, x: L.nn.functional.conv_transpose1d(x, x.reshape(2, 1, 4), stride=2),
+                         ("int64",)),
+    "avg_pool1d": ((1, 2, 9), lambda L, x: L.nn.functional.avg_pool1d(x, 3, 2, 1, count_include_pad=False),
+                   ("int64",)),
+    "avg_pool2d": ((1, 2, 4, 4), lambda L, x: L.nn.functional.avg_pool2d(x, 2, padding=1, ceil_mode=True),
+                   ("int64",)),
+    "avg_pool3d": ((1, 1, 3, 3, 3), lambda L, x: L.nn.functional.avg_pool3d(x, 2, 1, divisor_override=3),
+                   ("int64",)),
+    "lp_pool1d": ((1, 2, 6), lambda L, x: L.nn.functional.lp_pool1d(x, 1, 2), ("int64",)),
+    "local_response_norm": ((1, 4, 3), lambda L, x: L.nn.functional.local_response_norm(x * 30, 3, alpha=0.5),
+                            ("int64",)),
+}
+
+
+@pytest.mark.parametrize("name", INT_OPS)
+def test_integer_inputs_run_as_torch_s_cpu_kernels(name):  # avg_pool truncates each mean toward zero, as torch
+    shape, f, runs = INT_OPS[name]
+    for dtype in ("uint8", "int8", "int64"):
+        if dtype not in runs:
+            with pytest.raises(RuntimeError):
+                f(torch, _int_input(torch, shape, dtype))
+            if dtype != "int64" or INT == np.int64:  # NOTE: without x64 int64 is int32, which stands for it here
+                with pytest.raises(DTypeError, match=r"(pool\dd|conv\w*|norm): expected (a )?floating-point or "):
+                    f(aotjax, _int_input(aotjax, shape, dtype))
+            continue
+        theirs = f(torch, _int_input(torch, shape, dtype))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ours = f(aotjax, _int_input(aotjax, shape, dtype))
+        assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.").replace("int64", np.dtype(INT).name)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, err_msg=f"{name} {dtype}")
+
+
+# -- ctc_loss's gradient is torch's (its backward assumes log_softmax outputs) --------------------------------------
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_ctc_loss_gradient_in_log_probs_as_torch(reduction):
+    rng = np.random.default_rng(0)
+    lp = torch.log_softmax(torch.tensor(rng.standard_normal((6, 3, 4)), dtype=getattr(torch, FLOAT.name)), 2)
+    lp = (lp - 0.5).numpy()  # NOTE: not log_softmax outputs: torch's gradient is then not the exact derivative
+    targets, input_lengths, target_lengths = rng.integers(1, 4, (3, 3)), [6, 5, 2], [3, 2, 3]  # the last: infinite
+    t = torch.tensor(lp, requires_grad=True)
+    loss = torch.nn.functional.ctc_loss(t, torch.tensor(targets), input_lengths, target_lengths, reduction=reduction,
+                                        zero_infinity=True)
+    weights = np.arange(1.0, 1 + loss.numel(), dtype=FLOAT).reshape(tuple(loss.shape))
+    (loss * torch.tensor(weights)).sum().backward()
+
+    def ours(x):
+        return aotjax.nn.functional.ctc_loss(x, aotjax.tensor(targets), input_lengths, target_lengths,
+                                             reduction=reduction, zero_infinity=True)
+    np.testing.assert_allclose(ours(aotjax.tensor(lp)).numpy(), loss.detach().numpy(), rtol=1e-5)
+    g = aotjax.grad(lambda x: (ours(x) * aotjax.tensor(weights)).sum())(aotjax.tensor(lp))
+    np.testing.assert_allclose(g.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+# -- linalg: lstsq's drivers, tolerance tensors, norms' derivatives, tensorsolve's dims ------------------------------
+@pytest.mark.parametrize("driver", ["gels", "gelsy", "gelsd"])
+@pytest.mark.parametrize("shapes", [((4, 3), (4, 2)), ((2, 3), (2,)), ((2, 4, 3), (2, 4))])
+def test_lstsq_results_per_driver_as_torch(driver, shapes):
+    rng = np.random.default_rng(1)
+    A, B = (rng.standard_normal(s).astype(FLOAT) for s in shapes)
+    ta, tb = torch.tensor(A, requires_grad=True), torch.tensor(B, requires_grad=True)
+    theirs = torch.linalg.lstsq(ta, tb, driver=driver)
+    sum(r.sum() for r in theirs if r.is_floating_point()).backward()
+    ours = aotjax.linalg.lstsq(aotjax.tensor(A), aotjax.tensor(B), driver=driver)
+    for o, t in zip(ours, theirs):
+        assert tuple(o.shape) == tuple(t.shape) and o.dtype.kind == ("f" if t.is_floating_point() else "i")
+        np.testing.assert_allclose(o.numpy(), t.detach().numpy(), rtol=1e-4, atol=1e-5)
+    grads = aotjax.grad(lambda a, b: sum(r.sum() for r in aotjax.linalg.lstsq(a, b, driver=driver)
+                                         if r.is_floating_point()), argnums=(0, 1))(aotjax.tensor(A), aotjax.tensor(B))
+    for g, t in zip(grads, (ta, tb)):
+        np.testing.assert_allclose(g.numpy(), t.grad.numpy(), rtol=1e-3, atol=1e-4)
+
+
+def test_pinv_and_matrix_rank_take_tolerance_tensors_as_torch():
+    A = np.random.default_rng(2).standard_normal((2, 3, 3)).astype(FLOAT)
+    for kwargs in ({"rtol": [0.0, 0.9]}, {"atol": [0.5, 2.0]}, {"atol": [1.0, 1.0], "rtol": [0.1, 0.5]}):
+        tk, ak = ({k: L.tensor(v, dtype=getattr(L, FLOAT.name)) if isinstance(v, list) else v
+                   for k, v in kwargs.items()} for L in (torch, aotjax))
+        t = torch.tensor(A, requires_grad=True)
+        theirs = torch.linalg.pinv(t, **tk)
+        theirs.sum().backward()
+        np.testing.assert_allclose(aotjax.linalg.pinv(aotjax.tensor(A), **ak).numpy(), theirs.detach().numpy(),
+                                   rtol=1e-4, atol=1e-5)
+        g = aotjax.jit(aotjax.grad(lambda a, k=ak: aotjax.linalg.pinv(a, **k).sum()))(aotjax.tensor(A))
+        np.testing.assert_allclose(g.numpy(), t.grad.numpy(), rtol=1e-3, atol=1e-4)
+        assert aotjax.linalg.matrix_rank(aotjax.tensor(A), **ak).tolist() == \
+            torch.linalg.matrix_rank(torch.tensor(A), **tk).tolist()
+    D = np.diag([1.0, 1e-7, 0.0]).astype(FLOAT)  # an atol of 0 keeps the default rtol; the older tol is an atol
+    for kwargs in ({"atol": 0.0}, {"tol": 0.0}, {"atol": 0.0, "rtol": 0.0}):
+        assert aotjax.linalg.matrix_rank(aotjax.tensor(D), **kwargs).item() == \
+            torch.linalg.matrix_rank(torch.tensor(D), **kwargs).item()
+
+
+@pytest.mark.parametrize("ord", [0.5, -1.0, float("inf"), -float("inf")])
+def test_vector_norm_derivative_at_zero_elements_as_torch(ord):  # jax's: nan (ord < 1), shared by zeros (inf)
+    for x in ([0.0, 0.0, 0.0], [0.0, 1.5, -3.0], [3.0, -3.0, 1.0]):
+        t = torch.tensor(x, requires_grad=True)
+        torch.linalg.vector_norm(t, ord).backward()
+        g = aotjax.grad(lambda a: aotjax.linalg.vector_norm(a, ord))(aotjax.tensor(x))
+        np.testing.assert_allclose(g.numpy(), t.grad.numpy(), rtol=1e-5, err_msg=f"ord={ord} x={x}")
+
+
+def test_nuclear_norm_over_dims_with_keepdim_as_torch():  # torch.norm(p='nuc') was refused
+    A = np.random.default_rng(3).standard_normal((2, 3, 4)).astype(FLOAT)
+    for f in (lambda L, a: L.linalg.matrix_norm(a, "nuc", dim=(2, 0), keepdim=True),
+              lambda L, a: L.linalg.norm(a, "nuc", dim=(-1, 1)),
+              lambda L, a: L.norm(a, p="nuc", dim=(0, 1), keepdim=True), lambda L, a: a[0].norm(p="nuc")):
+        t = torch.tensor(A, requires_grad=True)
+        theirs = f(torch, t)
+        theirs.sum().backward()
+        ours = f(aotjax, aotjax.tensor(A))
+        assert tuple(ours.shape) == tuple(theirs.shape)
+        np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-5)
+        g = aotjax.grad(lambda a, f=f: f(aotjax, a).sum())(aotjax.tensor(A))
+        np.testing.assert_allclose(g.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_tensorsolve_with_dims_reads_sizes_only_as_torch():  # A's leading dims need B's size, not its shape
+    rng = np.random.default_rng(4)
+    for a_shape, b_shape, dims in (((2, 3, 6), (2, 3), (0, 2)), ((2, 3, 6), (3, 2), None)):
+        A, B = rng.standard_normal(a_shape).astype(FLOAT), rng.standard_normal(b_shape).astype(FLOAT)
+        np.testing.assert_allclose(aotjax.linalg.tensorsolve(aotjax.tensor(A), aotjax.tensor(B), dims=dims).numpy(),
+                                   torch.linalg.tensorsolve(torch.tensor(A), torch.tensor(B), dims=dims).numpy(),
+                                   rtol=1e-3, atol=1e-4)
+
+
+# -- jax's 32-bit mode: unravel_index past int32, integer linspace between traced ends -------------------------------
+@pytest.mark.parametrize("indices, shape", [([2, 3, -1, 2**31 - 1], (4, 2**30)), ([5, -1, -2**31], (4, 2**16, 2**16)),
+                                            ([4, 1, -1, 7], (2, 3))])
+def test_unravel_index_with_a_size_past_int32_as_torch(indices, shape):  # the `+ numel` of negatives overflowed
+    theirs = [t.tolist() for t in torch.unravel_index(torch.tensor(indices), shape)]
+    assert [t.tolist() for t in aotjax.unravel_index(aotjax.tensor(indices), shape)] == theirs
+    f = aotjax.jit(lambda i: aotjax.unravel_index(i, shape))
+    assert [t.tolist() for t in f(aotjax.tensor(indices))] == theirs
+
+
+def test_integer_linspace_between_traced_ends_as_torch():  # float32 values an ulp under an integer were 1 lower
+    f = aotjax.jit(lambda start, end: aotjax.linspace(start, end, 50, dtype=aotjax.int64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for start, end in ((-19.3, 2), (-19.3, 16), (0.0, 7), (4.3, -3), (-13.3, -20)):
+            ours = f(aotjax.tensor(start), aotjax.tensor(end)).tolist()
+            assert ours == torch.linspace(start, end, 50, dtype=torch.int64).tolist(), (start, end)
+
+
+# -- narrow / select at a traced 0-d tensor position ----------------------------------------------------------------
+@pytest.mark.parametrize("dim, start, length", [(1, 2, 2), (2, -3, 2), (0, 0, 3)])
+def test_narrow_at_a_traced_start_as_torch(dim, start, length):
+    x = np.arange(60, dtype=FLOAT).reshape(3, 4, 5)
+    theirs = torch.narrow(torch.tensor(x), dim, torch.tensor(start), length)
+    for f in (lambda a, s: aotjax.narrow(a, dim, s, length), lambda a, s: a.narrow(dim, s, length)):
+        np.testing.assert_array_equal(aotjax.jit(f)(aotjax.tensor(x), aotjax.tensor(start)).numpy(), theirs.numpy())
+    t = torch.tensor(x, requires_grad=True)
+    torch.narrow(t, dim, torch.tensor(start), length).square().sum().backward()
+    g = aotjax.jit(aotjax.grad(lambda a, s: a.narrow(dim, s, length).square().sum()))(aotjax.tensor(x),
+                                                                                       aotjax.tensor(start))
+    np.testing.assert_array_equal(g.numpy(), t.grad.numpy())
+    select = aotjax.jit(lambda a, i: a.select(dim, i))(aotjax.tensor(x), aotjax.tensor(start))
+    np.testing.assert_array_equal(select.numpy(), torch.tensor(x).select(dim, torch.tensor(start)).numpy())
+
+
+@pytest.mark.parametrize("name", ["det", "eig", "cond"])
+def test_gradient_through_empty_matrices_as_torch(name):  # jax's derivatives of det and eig failed on [0, 0]
+    f = {"det": lambda L, a: L.linalg.det(a), "eig": lambda L, a: L.linalg.eig(a).eigenvectors.abs(),
+         "cond": lambda L, a: L.linalg.cond(a, "fro")}[name]
+    theirs = f(torch, torch.zeros(2, 0, 0))
+    ours = f(aotjax, aotjax.zeros(2, 0, 0))
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    assert aotjax.grad(lambda a: f(aotjax, a).sum())(aotjax.zeros(2, 0, 0)).shape == (2, 0, 0)

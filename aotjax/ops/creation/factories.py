@@ -32,6 +32,7 @@ from aotjax.interpreters.jvp import defjvp_zero
 from aotjax.ops.base.casts import convert
 from aotjax.ops.base.combinators import standard_primitive
 from aotjax.ops.base.data import _check_ints_fit, _dtype, _python_scalar, tensor
+from aotjax.ops.base.from_jax import from_jax
 from aotjax.ops.base.frontend import device as to_device
 from aotjax.ops.base.frontend import place
 from aotjax.ops.base.layout import format_name, format_strides, is_non_overlapping_and_dense
@@ -317,12 +318,31 @@ def _integer_arange(start, end, step, requested, dt) -> Tensor:
 
 
 # -- linspace --------------------------------------------------------------------------------------
-def _linspace_values(start, end, delta, steps: int, i, select):
+def _linspace_values(start, end, delta, steps: int, i, select, fused: bool = False):
     """PyTorch's values at the indices `i` (0 to `steps - 1`, in the computing dtype), `delta` apart: the first half
     counted from `start` and the second from `end`, so that both ends are exact. `select` is `where` for `i`'s kind
-    of array."""
+    of array. `fused`: each `c + a * b` rounded once, as the fused multiply-add torch's compiled kernel makes of it
+    (in float64: an integer result truncates it, and one rounding or two can differ by 1 there)."""
     half = steps // 2 if steps > 1 else 1
+    if fused:
+        return select(i < half, _fma64(delta, i, start), _fma64(-delta, steps - 1 - i, end))
     return select(i < half, start + delta * i, end - delta * (steps - 1 - i))
+
+
+def _fma64(a, b, c):
+    """`a * b + c` rounded once, in float64 arithmetic with no fused multiply-add (NumPy's; XLA's at any
+    optimization level): the product split exactly in two (Dekker's), then summed with its rounding error."""
+    def halves(x):
+        big = 134217729.0 * x  # 2 ** 27 + 1
+        hi = big - (big - x)
+        return hi, x - hi
+    p = a * b
+    (ah, al), (bh, bl) = halves(a), halves(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl  # a * b == p + e exactly
+    s = p + c
+    v = s - p
+    t = (p - (s - v)) + (c - v)  # p + c == s + t exactly
+    return s + (t + e)
 
 
 _HOST_LINSPACE = 1 << 16  # the most values of an integer `linspace` computed on the host in jax's 32-bit mode
@@ -334,7 +354,9 @@ def _linspace_lower(*, start, end, steps, dtype):
         # NOTE: torch computes in float64, then truncates: a float32 value an ulp below an integer would be 1 less.
         # Without x64 jax has no float64 on the device; the values (static: `steps`, the ends) are computed here
         i = np.arange(steps, dtype=np.float64)
-        return jnp.asarray(_linspace_values(start, end, delta, steps, i, np.where).astype(dtype))
+        return jnp.asarray(_linspace_values(start, end, delta, steps, i, np.where, fused=True).astype(dtype))
+    if category(dtype) < 2:
+        return _linspace_ends(np.float64(start), np.float64(end), steps=steps, dtype=dtype)
     i = lax.iota(_accumulation_dtype(), steps)
     return _linspace_values(start, end, delta, steps, i, jnp.where).astype(dtype)
 
@@ -345,10 +367,30 @@ linspace_p = standard_primitive(
 defjvp_zero(linspace_p)
 
 
+def _linspace_ends(start, end, *, steps: int, dtype):
+    """An integer `linspace` between array ends, computed in float64 as torch's, then truncated: jax's 32-bit mode
+    has no float64 arrays, but one computation may use them inside (`jax.enable_x64`)."""
+    with jax.enable_x64(True):
+        start, end = (jnp.asarray(v).astype(jnp.float64) for v in (start, end))
+        span = end - start  # NOTE: a divisor XLA cannot make a product by its reciprocal (an ulp off torch's step)
+        delta = span / (span * 0 + (steps - 1)) if steps > 1 else 0.0
+        i = lax.iota(jnp.float64, steps)
+        return _linspace_values(start, end, delta, steps, i, jnp.where, fused=True).astype(dtype)
+
+
+linspace_ends_p = from_jax("linspace_ends", _linspace_ends, flops=output_size_flops)
+
+
 def _linspace_traced(start, end, steps: int, dtype) -> Tensor:
     """`linspace` with traced 0-d tensor ends: the same values, composed of tensor ops on their values (`detach`ed:
     torch reads the ends as numbers, so the result has no derivative in them)."""
     acc = _accumulation_dtype()
+    if category(dtype) < 2:
+        # NOTE: computed in float64, as torch's: float32 values an ulp below an integer would truncate to 1 less. A
+        # number end (truncated: integral) goes in as an integer, exactly
+        ends = [v.detach() if isinstance(v, Tensor) else creation.tensor(int(v)) if abs(v) < 2 ** 31 else
+                creation.tensor(v, dtype=acc) for v in (start, end)]
+        return linspace_ends_p.bind(*ends, steps=steps, dtype=np.dtype(dtype), chain=())
     start, end = (convert(v.detach(), acc) if isinstance(v, Tensor) else v for v in (start, end))
     span = end - start
     # NOTE: a divisor XLA cannot turn into a product by its reciprocal, which is an ulp off torch's step (and an

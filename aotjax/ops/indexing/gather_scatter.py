@@ -45,7 +45,7 @@ from aotjax.ops.indexing.subscripts import (
     scatter_add_p,
     scatter_p,
 )
-from aotjax.ops.math.elementwise import add, floor_divide, remainder, where
+from aotjax.ops.math.elementwise import floor_divide, remainder, where
 from aotjax.ops.shape import views
 from aotjax.ops.shape.copies import stack
 from aotjax.ops.shape.views import _slice_len, diagonal_scatter_p, select_scatter_p, slice_scatter_p
@@ -543,9 +543,19 @@ def unravel_index(indices, shape):
     strides = [1] * len(shape)
     for i in range(len(shape) - 2, -1, -1):
         strides[i] = strides[i + 1] * shape[i + 1]
-    numel = strides[0] * shape[0] if shape else 1
-    flat = where(indices < 0, add(indices, numel), indices).to(default_int_dtype())
-    # NOTE: one division and one remainder for every dim at once, then the coordinates as views of that result
-    # (as PyTorch returns them).
-    coords = remainder(floor_divide(flat.unsqueeze(-1), creation.tensor(strides)), creation.tensor(list(shape)))
+    if any(n < 0 for n in shape):
+        raise ValueError(f"unravel_index: 'shape' cannot have negative values, but got {shape}{_where()}")
+    largest = int(np.iinfo(default_int_dtype()).max)
+    if any(n > largest for n in shape):
+        raise ShapeError(f"unravel_index: shape {list(shape)} has a size past the largest {default_int_dtype().name} "
+                         f"({largest}), so its coordinates cannot be held{_where()}; enable jax's 64-bit mode "
+                         f"(JAX_ENABLE_X64=1)")
+    flat = indices.to(default_int_dtype()).unsqueeze(-1)
+    # NOTE: one floor division and one remainder for every dim at once (a negative index wraps by itself, as
+    # torch's: no `+ numel` to overflow), then the coordinates as views of that result (as PyTorch returns them). A
+    # stride past the integer range (32-bit mode) gives every index the quotient 0, or -1 if negative.
+    quotients = floor_divide(flat, creation.tensor([s if s <= largest else 1 for s in strides]))
+    if any(s > largest for s in strides):
+        quotients = where(creation.tensor([s > largest for s in strides]), where(flat < 0, -1, 0), quotients)
+    coords = remainder(quotients, creation.tensor(list(shape)))
     return views.unbind(coords, -1)

@@ -44,10 +44,11 @@ from aotjax.ops.base.combinators import broadcast_shapes, inplace_variant, stand
 from aotjax.ops.base.data import as_tensor, tensor
 from aotjax.ops.base.frontend import bind_inplace, canonical_dim, is_scalar, record_traced_select
 from aotjax.ops.base.layout import preserve_layout
-from aotjax.ops.base.promotion import default_int_dtype
+from aotjax.ops.base.promotion import category, default_int_dtype
 from aotjax.ops.creation.factories import arange, full
 from aotjax.ops.math.elementwise import eq_p, mul_p, where_p
 from aotjax.ops.reduce.reductions import reduce_sum_p
+from aotjax.ops.shape import views
 from aotjax.ops.shape.views import _slice, alias, expand_p, select, slice_scatter_p, unsqueeze, view_p
 from aotjax.tensor import Tensor, method
 
@@ -976,3 +977,21 @@ for _op in (index_select, gather, scatter, scatter_, scatter_add, scatter_add_, 
     method(_op)
 method(getitem, "__getitem__")
 method(setitem, "__setitem__")
+
+
+def gather_at(op: str, x, dim: int, start, length: int):
+    """The `length` elements of `x` along `dim` from a traced 0-d integer tensor `start` (negative: from the end),
+    gathered: a copy, not a view (its offset is a value, not a static param), so writes to it do not reach `x`. As
+    XLA's dynamic slices, a start out of range is clamped into it (torch raises; a traced value cannot be checked)."""
+    size = x.shape[dim]
+    if start.ndim != 0 or category(start.dtype) != 1:
+        raise ShapeError(f"{op}: expected an int or a 0-d integer tensor as the position, got "
+                         f"{start.aval.str_short()}{where()}")
+    if not 0 <= length <= size:
+        raise RuntimeError(f"{op}: length {length} is out of range for dimension {dim} of size {size}{where()}")
+    start = start.detach()
+    start = start.where(start >= 0, start + size).clamp(0, max(size - length, 0))
+    return index_select(x, dim, start + as_tensor(np.arange(length)).to(start.dtype))
+
+
+views.gather_at = gather_at  # NOTE: `narrow`/`select` at a traced position (views sit on a floor below)

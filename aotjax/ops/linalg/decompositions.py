@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from aotjax.core.errors import DTypeError, ShapeError, UnsupportedError
+from aotjax.core.interpreter import Tracer
 from aotjax.core.source_info import where
 from aotjax.ops.base.combinators import broadcast_shapes
 from aotjax.ops.base.data import as_tensor
@@ -166,6 +167,16 @@ def _eigh(a, *, UPLO):
     return tuple(jnp.linalg.eigh(_as_symmetric(a), UPLO=UPLO, symmetrize_input=False))
 
 
+# NOTE: jax's derivatives of det and eig fail on empty matrices: their results (1; none) are constants here
+def _det(a):
+    return jnp.ones(a.shape[:-2], a.dtype) if a.shape[-1] == 0 else jnp.linalg.det(a)
+
+
+def _empty_eig(a):
+    dtype = jnp.result_type(a.dtype, jnp.complex64)
+    return jnp.zeros(a.shape[:-1], dtype), jnp.zeros(a.shape, dtype)
+
+
 def _lu_factor(a):
     lu, pivots, _ = jax.lax.linalg.lu(a)
     return lu, pivots + 1  # NOTE: torch's pivots count from 1 (LAPACK's)
@@ -219,6 +230,16 @@ def _pinv_hermitian_jvp(rtol, atol, primals, tangents):
     p = _pinv_hermitian(a, rtol, atol)
     pt, tt = jnp.swapaxes(p, -1, -2), jnp.swapaxes(t, -1, -2)
     return p, -p @ t @ p + (p @ pt) @ (tt - tt @ a @ p) + (tt - p @ (a @ tt)) @ (pt @ p)
+
+
+def _pinv_tolerances(a, atol, rtol, *, hermitian):
+    """`_pinv` with tolerance arrays over the batch: torch's threshold max(atol, rtol * s_max) as jax's rtol."""
+    if 0 in a.shape[-2:]:
+        return jnp.zeros(a.shape[:-2] + a.shape[-2:][::-1], a.dtype)
+    sym = jnp.tril(a) + jnp.swapaxes(jnp.tril(a, -1), -1, -2).conj() if hermitian else a
+    s_max = jax.lax.stop_gradient(jnp.linalg.svd(sym, compute_uv=False)[..., 0])
+    rel = jnp.maximum(jnp.where(s_max > 0, atol / jnp.where(s_max > 0, s_max, 1), 0), rtol)
+    return _pinv_hermitian(a, rel, None) if hermitian else jnp.linalg.pinv(a, rtol=rel)
 
 
 def _pinv_of(a, rtol, atol, hermitian):
@@ -281,13 +302,13 @@ svd_p = from_jax("svd", lambda a, *, full_matrices: tuple(jnp.linalg.svd(a, full
 svdvals_p = from_jax("svdvals", lambda a: jnp.linalg.svd(a, compute_uv=False))
 # NOTE: the eigenvectors' derivatives assume distinct eigenvalues and a loss that does not depend on their phase
 # (as torch's do); JAX makes callers opt in to that (`enable_eigvec_derivs`).
-eig_p = from_jax("eig", lambda a: tuple(jax.lax.linalg.eig(a, compute_left_eigenvectors=False,
-                                                            enable_eigvec_derivs=True)), multiple_results=True)
+eig_p = from_jax("eig", lambda a: _empty_eig(a) if a.shape[-1] == 0 else tuple(jax.lax.linalg.eig(
+    a, compute_left_eigenvectors=False, enable_eigvec_derivs=True)), multiple_results=True)
 eigvals_p = from_jax("eigvals", lambda a: jax.lax.linalg.eig(a, compute_left_eigenvectors=False,
                                                              compute_right_eigenvectors=False)[0])
 eigh_p = from_jax("eigh", _eigh, multiple_results=True)
 eigvalsh_p = from_jax("eigvalsh", lambda a, *, UPLO: _eigh(a, UPLO=UPLO)[0])
-det_p = from_jax("det", jnp.linalg.det)
+det_p = from_jax("det", _det)
 slogdet_p = from_jax("slogdet", lambda a: tuple(jnp.linalg.slogdet(a)), multiple_results=True)
 inv_p = from_jax("inv", jnp.linalg.inv)
 solve_p = from_jax("solve", jnp.linalg.solve)
@@ -297,6 +318,7 @@ lu_p = from_jax("lu", _lu, multiple_results=True)
 lu_solve_p = from_jax("lu_solve", _lu_solve)
 matrix_exp_p = from_jax("matrix_exp", _matrix_exp)
 pinv_p = from_jax("pinv", _pinv)
+pinv_tolerances_p = from_jax("pinv_tolerances", _pinv_tolerances)
 
 
 # -- factorizations -----------------------------------------------------------------------------------------
@@ -537,32 +559,48 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
 
 
 def _tolerances(op: str, A: Tensor, atol, rtol, rcond=None):
+    """torch's tolerances: floats (None where not given), or, where either is a tensor, two tensors over the batch
+    (detached; atol 0 where not given). An rtol not given is 0 where atol > 0, else eps * max(m, n), as torch's."""
     if rcond is not None:
         rtol = rcond
-    for name, v in (("atol", atol), ("rtol", rtol)):
-        if isinstance(v, Tensor):
-            raise UnsupportedError(f"{op}: {name} as a tensor is not supported{where()}; pass a Python float")
+    default = float(np.finfo(A.dtype).eps) * max(A.shape[-2:])
+    if isinstance(atol, Tensor) or isinstance(rtol, Tensor):
+        real = np.finfo(A.dtype).dtype
+        atol = as_tensor(0.0 if atol is None else atol).detach().to(real)
+        rtol = as_tensor(rtol).detach().to(real) if rtol is not None else ew.where(atol > 0, 0.0, default).to(real)
+        return atol, rtol
+    if rtol is None and atol is not None and float(atol) <= 0:
+        rtol = default
     return (None if atol is None else float(atol)), (None if rtol is None else float(rtol))
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False):
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
     """The Moore-Penrose pseudo-inverse, as `torch.linalg.pinv` (singular values below `max(atol, rtol *
-    largest)` are treated as zero; by default `rtol = eps * max(m, n)`). With `hermitian=True` only the lower
-    triangle is read, and the derivative is still that of `A` as given (not symmetrized), as torch's.
+    largest)` are treated as zero; by default `rtol = eps * max(m, n)`, or 0 where `atol > 0`; `rcond` is torch's
+    older name of `rtol`). `atol` and `rtol` may be tensors, one value per matrix of the batch (broadcast with
+    `A`'s). With `hermitian=True` only the lower triangle is read, and the derivative is still that of `A` as given
+    (not symmetrized), as torch's.
 
     >>> aotjax.linalg.pinv(aotjax.tensor([[2.0, 0.0], [0.0, 0.0]]))
     tensor([[0.5, 0. ],
             [0. , 0. ]])
     """
     A = _matrix("linalg.pinv", A, square=bool(hermitian))
-    atol, rtol = _tolerances("linalg.pinv", A, atol, rtol)
+    atol, rtol = _tolerances("linalg.pinv", A, atol, rtol, rcond)  # NOTE: rcond, torch's older name of rtol
+    if isinstance(atol, Tensor):  # tolerances per matrix: the batch is theirs and A's broadcast together
+        batch = broadcast_shapes("linalg.pinv", A.shape[:-2], atol.shape, rtol.shape)
+        A = A.expand(*batch, *A.shape[-2:])
+        return pinv_tolerances_p.bind(A, atol.expand(*batch), rtol.expand(*batch), hermitian=bool(hermitian),
+                                      chain=())
     return pinv_p.bind(A, rtol=rtol, atol=atol, hermitian=bool(hermitian), chain=())
 
 
 def lstsq(A, B, rcond=None, *, driver=None):
     """The least-squares solution of `A X = B`, as `torch.linalg.lstsq` (for full-rank `A`; computed as
-    `pinv(A) @ B`). As torch's default CPU driver ('gelsy'), `residuals` and `singular_values` are empty and
-    `rank` is the numerical rank.
+    `pinv(A) @ B`). The other results are those of torch's CPU `driver` (default 'gelsy'): `residuals`, the squared
+    residual of each column of `B`, for a tall `A` (m > n) with 'gels', and with 'gelsd'/'gelss' where every
+    matrix is of full rank (assumed so while tracing), else empty; `rank` except with 'gels' (empty);
+    `singular_values` (not differentiable, as torch's) with 'gelsd'/'gelss' (else empty).
 
     >>> round(aotjax.linalg.lstsq(aotjax.tensor([[1.0], [1.0]]), aotjax.tensor([[1.0], [3.0]])).solution.item(), 4)
     2.0
@@ -574,9 +612,19 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if Bm.shape[-2] != A.shape[-2]:
         raise ShapeError(f"linalg.lstsq: A of shape {list(A.shape)} and B of shape {list(B.shape)} do not fit "
                          f"(B's rows must be {A.shape[-2]}){where()}")
+    driver = "gelsy" if driver is None else driver
+    if driver not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise ValueError(f"linalg.lstsq: parameter `driver` should be one of ('gels', 'gelsy', 'gelsd', 'gelss'), "
+                         f"got {driver!r}{where()}")
     X = matmul(pinv(A, rtol=rcond), Bm)
     empty = zeros(0, dtype=A.dtype)
-    return LstsqResult(X.squeeze(-1) if vector else X, empty, matrix_rank(A, rtol=rcond), zeros(0, dtype=A.dtype))
+    rank = zeros(0, dtype=_int()) if driver == "gels" else matrix_rank(A, rtol=rcond)
+    m, n = A.shape[-2:]
+    # NOTE: gelsd/gelss give residuals only if every matrix is of full rank: a fact of the values, so known eagerly
+    full = driver == "gels" or isinstance(rank, Tracer) or bool((rank == n).all())
+    residuals = ew.abs(matmul(A, X) - Bm).square().sum(-2) if m > n and driver != "gelsy" and full else empty
+    values = svdvals(A).detach() if driver in ("gelsd", "gelss") else empty  # NOTE: not differentiable, as torch's
+    return LstsqResult(X.squeeze(-1) if vector else X, residuals, rank, values)
 
 
 # -- determinants ------------------------------------------------------------------------------------------
@@ -654,13 +702,17 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
     tensor(1)
     """
     A = _matrix("linalg.matrix_rank", A, square=False)
-    atol, rtol = _tolerances("linalg.matrix_rank", A, tol if tol is not None else atol, rtol)
+    if tol is not None and rtol is None:  # NOTE: torch's older `tol` is an atol with rtol 0
+        atol, rtol = tol, 0.0
+    atol, rtol = _tolerances("linalg.matrix_rank", A, atol, rtol)
     if atol is None and rtol is None:
         rtol = float(np.finfo(A.dtype).eps) * max(A.shape[-2:])
     s = svdvals(A).detach() if not hermitian else ew.abs(eigvalsh(A)).detach()
     if s.shape[-1] == 0:
         return zeros(*A.shape[:-2], dtype=_int())
     top = red.amax(s, -1, keepdim=True)
+    if isinstance(atol, Tensor):  # tolerances per matrix
+        return (s > ew.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * top)).sum(-1).to(_int())
     threshold = top * (rtol or 0.0)
     if atol is not None:
         threshold = ew.clamp(threshold, min=atol)

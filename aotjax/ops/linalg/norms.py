@@ -28,8 +28,9 @@ def _vector_norm(x, *, ord, axis, keepdims):
 
 def _safe_norm(x, ord, axis, keepdims):
     """`jnp.linalg.vector_norm` with torch's derivatives at zero: a zero norm has a zero derivative (jax's is nan
-    for ord > 1), as does |x| at x = 0 for ord = 1 (jax's is 1)."""
-    if ord in (np.inf, -np.inf) or ord < 1:
+    for ord > 1), as does |x| at x = 0 for ord = 1 (jax's is 1) and a zero element for ord < 1 (jax's is nan) or
+    +-inf (the elements of largest / smallest |x| share it, sgn(x) each)."""
+    if ord == 0:
         return jnp.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
 
     @jax.custom_jvp
@@ -41,6 +42,14 @@ def _safe_norm(x, ord, axis, keepdims):
         (x,), (t,) = primals, tangents
         out = norm(x)
         full = out if keepdims else jnp.expand_dims(out, axis)
+        if ord in (np.inf, -np.inf):
+            hit = jnp.abs(x) == full
+            scale = jnp.sign(x) * hit / jnp.sum(hit, axis=axis, keepdims=True)
+            return out, jnp.sum(scale * t, axis=axis, keepdims=keepdims)
+        if ord < 1:  # NOTE: torch's: sgn(x) |x|^(ord - 1) norm^(1 - ord), 0 at x = 0 (where |x|^(ord - 1) is inf)
+            nonzero = x != 0
+            scale = jnp.where(nonzero, jnp.sign(x) * jnp.abs(jnp.where(nonzero, x, 1)) ** (ord - 1), 0)
+            return out, jnp.sum(scale * full ** (1 - ord) * t, axis=axis, keepdims=keepdims)
         safe = jnp.where(full > 0, full, 1)
         scale = jnp.abs(x) ** (ord - 1) * jnp.sign(x) / safe ** (ord - 1)
         t_out = jnp.sum(jnp.where(full > 0, scale * t, 0), axis=axis, keepdims=keepdims)

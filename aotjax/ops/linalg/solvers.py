@@ -13,7 +13,7 @@ import numpy as np
 from aotjax.core.errors import ShapeError
 from aotjax.core.source_info import where
 from aotjax.ops.base.data import as_tensor
-from aotjax.ops.creation.factories import eye, ones
+from aotjax.ops.creation.factories import eye, ones, zeros
 from aotjax.ops.linalg.decompositions import _floating, _matrix, inv, lu_factor, solve, svdvals
 from aotjax.ops.linalg.matmul import matmul
 from aotjax.ops.linalg.norms import matrix_norm
@@ -123,9 +123,10 @@ def tensorsolve(A, B, dims=None):
     if dims is not None:
         dims = [d % A.ndim for d in (dims if isinstance(dims, (tuple, list)) else (dims,))]
         A = A.permute(*[d for d in range(A.ndim) if d not in dims], *dims)
-    if tuple(A.shape[:B.ndim]) != tuple(B.shape):
-        raise ShapeError(f"linalg.tensorsolve: the leading dims of A {list(A.shape)} must be B's shape "
-                         f"{list(B.shape)}{where()}")
+    # NOTE: as torch's, only the sizes count: A's leading B.ndim dims hold B's elements, in any shape
+    if A.ndim < B.ndim or math.prod(A.shape[:B.ndim]) != B.numel():
+        raise ShapeError(f"linalg.tensorsolve: the leading {B.ndim} dims of A {list(A.shape)} must hold B's "
+                         f"{B.numel()} elements (B of shape {list(B.shape)}){where()}")
     rest = tuple(A.shape[B.ndim:])
     n = B.numel()
     if math.prod(rest) != n:
@@ -142,14 +143,15 @@ def cond(A, p=None):
     >>> aotjax.linalg.cond(aotjax.tensor([[2.0, 0.0], [0.0, 0.5]]))
     tensor(4.)
     """
+    if p is not None and p not in (2, -2, "fro", "nuc", math.inf, -math.inf, 1, -1):
+        raise ValueError(f"linalg.cond: p must be None, 2, -2, 'fro', 'nuc', inf, -inf, 1 or -1, got {p!r}{where()}")
+    A = _matrix("linalg.cond", A, square=p not in (None, 2, -2))
+    if 0 in A.shape[-2:]:  # NOTE: an empty matrix's condition number is 0, as torch's
+        return zeros(*A.shape[:-2], dtype=A.dtype)
     if p is None or p in (2, -2):
-        A = _matrix("linalg.cond", A, square=False)
         s = svdvals(A)
         hi, lo = s[..., 0], s[..., -1]
         return hi / lo if p != -2 else lo / hi
-    if p not in ("fro", "nuc", math.inf, -math.inf, 1, -1):
-        raise ValueError(f"linalg.cond: p must be None, 2, -2, 'fro', 'nuc', inf, -inf, 1 or -1, got {p!r}{where()}")
-    A = _matrix("linalg.cond", A)
     return matrix_norm(A, p) * matrix_norm(inv(A), p)
 
 

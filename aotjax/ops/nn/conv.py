@@ -25,7 +25,7 @@ from aotjax.interpreters.transpose import deflinear2_transpose
 from aotjax.ops.base import autocast
 from aotjax.ops.base.combinators import standard_primitive
 from aotjax.ops.base.data import as_tensor
-from aotjax.ops.base.promotion import is_float
+from aotjax.ops.base.promotion import category, default_int_dtype, is_float
 from aotjax.ops.shape.copies import flip
 from aotjax.ops.shape.views import permute, reshape
 
@@ -180,7 +180,13 @@ def _batched_input(op: str, x, n: int):
     return (x.unsqueeze(0), True) if x.ndim == n + 1 else (x, False)
 
 
-def _check_operands(op: str, x, weight, bias, n: int):
+def _int_kernel(dtype, transposed: bool) -> bool:
+    """Whether torch's CPU kernels take integers of `dtype`: every integer dtype for a convolution, only int64 (the
+    default integer dtype here) for a transposed one; never bool."""
+    return category(dtype) == 1 and (not transposed or np.dtype(dtype) == default_int_dtype())
+
+
+def _check_operands(op: str, x, weight, bias, n: int, transposed: bool = False):
     x, weight = as_tensor(x), as_tensor(weight)
     bias = None if bias is None else as_tensor(bias)
     if weight.ndim != n + 2:
@@ -190,9 +196,10 @@ def _check_operands(op: str, x, weight, bias, n: int):
         got = ", ".join(t.aval.str_short() for t in (x, weight, bias) if t is not None)
         raise DTypeError(f"{op}: input, weight and bias must have one dtype, got {got}{where()}; convert one first "
                          f"(e.g. `weight.to(input.dtype)`)")
-    if not is_float(x.dtype):
-        raise DTypeError(f"{op}: expected floating-point operands, got {x.aval.str_short()}{where()}; convert "
-                         f"them first, e.g. `x.float()`")
+    if not is_float(x.dtype) and not _int_kernel(x.dtype, transposed):
+        ints = f"{default_int_dtype().name} (int64)" if transposed else "integer (not bool)"
+        raise DTypeError(f"{op}: expected floating-point or {ints} operands, as torch's CPU kernels, got "
+                         f"{x.aval.str_short()}{where()}; convert them first, e.g. `x.float()`")
     return x, weight, bias
 
 
@@ -280,7 +287,7 @@ def _conv_transpose(op: str, n: int, x, weight, bias, stride, padding, output_pa
     """The gradient of a convolution with respect to its input, as a convolution: the input dilated by `stride`,
     padded by `dilation * (k - 1) - padding` (plus `output_padding` after), the kernel flipped with its input and
     output features exchanged within each group."""
-    x, weight, bias = _check_operands(op, x, weight, bias, n)
+    x, weight, bias = _check_operands(op, x, weight, bias, n, transposed=True)
     x, unbatched = _batched_input(op, x, n)
     if isinstance(padding, str):
         raise ValueError(f"{op}: padding must be an int or a tuple of ints, got {padding!r}{where()}")

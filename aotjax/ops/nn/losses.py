@@ -567,8 +567,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
     unbatched) emit the target sequence. `targets` are padded (`[N, S]`) or concatenated (1-D, of
     `sum(target_lengths)` entries); `'mean'` divides each loss by its target length, then averages.
 
-    The derivative is the exact one of this function in `log_probs` (PyTorch's backward assumes `log_probs`
-    came out of `log_softmax`; through a `log_softmax` the two agree).
+    The gradient in `log_probs` is PyTorch's, not this function's exact derivative: PyTorch's backward assumes
+    `log_probs` came out of `log_softmax` and adds `exp(log_probs)` at every step within `input_lengths` (a term a
+    `log_softmax`'s backward cancels: through one, the two agree). Torch is the reference here.
 
     >>> lp = aotjax.tensor([[[0.5, 0.5]], [[0.5, 0.5]]]).log()
     >>> aotjax.nn.functional.ctc_loss(lp, aotjax.tensor([[1]]), [2], [1], reduction="sum")
@@ -631,6 +632,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
     end_blank = alpha.gather(1, last).squeeze(1)
     end_label = select(tg_len > 0, alpha.gather(1, (last - 1).clamp(min=0)).squeeze(1), -math.inf)
     loss = -_logaddexp3(end_blank, end_label, full((N,), -math.inf, dtype=lp.dtype))
+    # NOTE: torch's gradient adds exp(log_probs) over the live steps (its backward assumes log_softmax outputs): a
+    # term of value 0 whose derivative is that
+    mass = (lp.exp() * alive.unsqueeze(2)).sum((0, 2))
+    loss = loss + (mass - mass.detach())
     if zero_infinity:
         loss = select(loss.isinf(), 0.0, loss)
     if reduction == "mean":

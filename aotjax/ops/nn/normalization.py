@@ -16,7 +16,7 @@ from aotjax.core.source_info import where
 from aotjax.ops.base import autocast
 from aotjax.ops.base.data import as_tensor
 from aotjax.ops.base.frontend import canonical_dim
-from aotjax.ops.base.promotion import category, default_int_dtype
+from aotjax.ops.base.promotion import category, default_float_dtype, default_int_dtype
 from aotjax.ops.calls.eager_fusion import fused_when_eager
 from aotjax.ops.creation.factories import arange, zeros
 from aotjax.ops.indexing.subscripts import check_index
@@ -111,7 +111,13 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
     tensor([[[2.],
              [1.]]])
     """
-    x, out_dtype = _float_input("local_response_norm", input)
+    x = as_tensor(input)
+    integer = np.dtype(x.dtype) == default_int_dtype()  # NOTE: torch's CPU kernel takes int64: a float result
+    if category(x.dtype) == 1 and not integer:
+        raise DTypeError(f"local_response_norm: expected a floating-point or {default_int_dtype().name} (int64) "
+                         f"tensor, as torch's CPU kernel, got {x.aval.str_short()}{where()}; convert it first, e.g. "
+                         f"`x.float()`")
+    x, out_dtype = (x, default_float_dtype()) if integer else _float_input("local_response_norm", x)
     if x.ndim < 3:
         raise ShapeError(f"local_response_norm: expected 3D or higher dimensional input, got {list(x.shape)}"
                          f"{where()}")
@@ -126,7 +132,9 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
     window = padded.narrow(1, 0, c)
     for i in range(1, size):
         window = window + padded.narrow(1, i, c)
-    div = (window * (alpha / size) + k) ** beta
+    # NOTE: an integer input's mean of squares is truncated, as torch's (an integer average pool), then scaled
+    mean = window.div(size, rounding_mode="trunc") * alpha if integer else window * (alpha / size)
+    div = (mean + k) ** beta
     return (x / div).to(out_dtype)
 
 

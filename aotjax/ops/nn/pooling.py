@@ -49,7 +49,8 @@ def _windows(x, tables: list[np.ndarray]):
         x = x.reshape(*x.shape[:dim], *table.shape, *x.shape[dim + 1:])
     perm = list(range(lead)) + [lead + 2 * d for d in range(n)] + [lead + 2 * d + 1 for d in range(n)]
     x = x.permute(*perm)
-    return x.reshape(*x.shape[:lead + n], -1)
+    # NOTE: the window size spelled out, not -1: a batch of 0 leaves no elements to infer it from
+    return x.reshape(*x.shape[:lead + n], math.prod(t.shape[1] for t in tables))
 
 
 def _combine(tables: list[np.ndarray], fn) -> np.ndarray:
@@ -78,9 +79,9 @@ def _pool_size(op: str, size: int, k: int, s: int, p: int, d: int, ceil_mode: bo
 
 def _pool_setup(op: str, x, n: int, kernel_size, stride, padding, dilation, ceil_mode):
     x = as_tensor(x)
-    if x.ndim not in (n + 1, n + 2) or any(s == 0 for s in x.shape[1:]):
-        raise ShapeError(f"{op}: expected a {n + 1}-D or {n + 2}-D input with non-zero spatial and channel sizes, "
-                         f"got shape {list(x.shape)}{where()}")
+    if x.ndim not in (n + 1, n + 2) or any(s == 0 for s in x.shape[x.ndim - n - 1:]):
+        raise ShapeError(f"{op}: expected a {n + 1}-D or {n + 2}-D input with non-zero spatial and channel sizes "
+                         f"(the batch may be 0), got shape {list(x.shape)}{where()}")
     kernel = _tuple(op, "kernel_size", kernel_size, n)
     stride = kernel if stride is None or stride == [] or stride == () else _tuple(op, "stride", stride, n)
     padding, dilation = _tuple(op, "padding", padding, n), _tuple(op, "dilation", dilation, n)
@@ -191,15 +192,19 @@ def _avg_divisor(x, n, tables, kernel, stride, padding, count_include_pad):
 
 def _avg_pool(op: str, n: int, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     x, kernel, stride, padding, tables = _pool_setup(op, x, n, kernel_size, stride, padding, 1, ceil_mode)
-    if not is_float(x.dtype):
-        raise DTypeError(f"{op}: expected a floating-point input, got {x.aval.str_short()}{where()}; convert it "
-                         f"first, e.g. `x.float()`")
+    integer = np.dtype(x.dtype) == default_int_dtype()  # NOTE: torch's CPU kernels take int64, no other integers
+    if not is_float(x.dtype) and not integer:
+        raise DTypeError(f"{op}: expected a floating-point or {default_int_dtype().name} (int64) input, as torch's "
+                         f"CPU kernels, got {x.aval.str_short()}{where()}; convert it first, e.g. `x.float()`")
     if divisor_override is not None and divisor_override == 0:
         raise ValueError(f"{op}: divisor_override must not be zero{where()}")
     total = _windows(_pad_for(x, tables, padding, 0), tables).sum(-1)
+    divisor = divisor_override if divisor_override is not None else \
+        _avg_divisor(x, n, tables, kernel, stride, padding, count_include_pad)
+    if integer:  # NOTE: an integer mean is the sum divided by the count, truncated toward zero, as torch's
+        return total.div(tensor(divisor, dtype=x.dtype), rounding_mode="trunc")
     if divisor_override is not None:
         return total / divisor_override
-    divisor = _avg_divisor(x, n, tables, kernel, stride, padding, count_include_pad)
     return total / tensor(divisor.astype(np.float64), dtype=x.dtype)
 
 
@@ -388,9 +393,9 @@ def _fractional_samples(op: str, n: int, x, samples, key, generator):
 def _fractional_max_pool(op: str, n: int, x, kernel_size, output_size, output_ratio, return_indices, samples, key,
                          generator):
     x = as_tensor(x)
-    if x.ndim not in (n + 1, n + 2) or x.numel() == 0:
-        raise ShapeError(f"{op}: expected a non-empty {n + 1}-D or {n + 2}-D input, got shape {list(x.shape)}"
-                         f"{where()}")
+    if x.ndim not in (n + 1, n + 2) or any(s == 0 for s in x.shape[x.ndim - n - 1:]):
+        raise ShapeError(f"{op}: expected a {n + 1}-D or {n + 2}-D input with non-zero spatial and channel sizes "
+                         f"(the batch may be 0), got shape {list(x.shape)}{where()}")
     if not is_float(x.dtype):
         raise DTypeError(f"{op}: expected a floating-point input, got {x.aval.str_short()}{where()}")
     batched = x.ndim == n + 2
@@ -408,8 +413,9 @@ def _fractional_max_pool(op: str, n: int, x, kernel_size, output_size, output_ra
         shape[d], shape[n + d] = outs[d], kernel[d]
         pos = pos.reshape(*x.shape[:2], *shape)
         index = pos if index is None else index + pos
-    index = index.expand(*x.shape[:2], *outs, *kernel).reshape(*x.shape[:2], *outs, -1)
-    windows = gather(x.reshape(*x.shape[:2], -1), -1, index.reshape(*x.shape[:2], -1)).reshape(index.shape)
+    index = index.expand(*x.shape[:2], *outs, *kernel).reshape(*x.shape[:2], *outs, math.prod(kernel))
+    flat = x.reshape(*x.shape[:2], math.prod(sizes))  # NOTE: no -1 here or below: the batch may be 0
+    windows = gather(flat, -1, index.reshape(*x.shape[:2], math.prod(outs) * math.prod(kernel))).reshape(index.shape)
     # NOTE: torch keeps the first maximum, or the last NaN of a window
     nan = windows.isnan()
     last_nan = nan.shape[-1] - 1 - nan.flip(-1).to(np.int8).argmax(-1, keepdim=True)
@@ -522,13 +528,15 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
              [4., 5., 7., 8.]]])
     """
     x = as_tensor(input)
-    if x.ndim not in (3, 4):
-        raise ShapeError(f"unfold: expected a 3-D or 4-D input, got shape {list(x.shape)}{where()}")
+    if x.ndim not in (3, 4) or 0 in x.shape[-3:]:
+        raise ShapeError(f"unfold: expected a 3-D or 4-D input with non-zero channel and spatial sizes (the batch may "
+                         f"be 0), got shape {list(x.shape)}{where()}")
     tables, padding, kernel = _im2col_tables("unfold", x.shape[-2:], kernel_size, dilation, padding, stride)
     windows = _windows(_pad_for(x, tables, padding, 0), tables)  # [..., C, oh, ow, kh * kw]
     lead = x.ndim - 3
     windows = windows.permute(*range(lead), lead, lead + 3, lead + 1, lead + 2)
-    return windows.reshape(*x.shape[:lead], x.shape[lead] * math.prod(kernel), -1)
+    blocks = tables[0].shape[0] * tables[1].shape[0]  # NOTE: not -1: the batch may be 0
+    return windows.reshape(*x.shape[:lead], x.shape[lead] * math.prod(kernel), blocks)
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
@@ -545,13 +553,13 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     sizes = _tuple("fold", "output_size", output_size, 2)
     tables, padding, kernel = _im2col_tables("fold", sizes, kernel_size, dilation, padding, stride)
     k, blocks = math.prod(kernel), tables[0].shape[0] * tables[1].shape[0]
-    if x.ndim not in (2, 3) or x.shape[-2] % k or x.shape[-1] != blocks:
+    if x.ndim not in (2, 3) or x.shape[-2] % k or x.shape[-1] != blocks or x.shape[-2] == 0:
         raise ShapeError(f"fold: expected an input [N, C * {k}, {blocks}] or [C * {k}, {blocks}] for kernel "
                          f"{kernel} and output_size {sizes}, got shape {list(x.shape)}{where()}")
     lead, c = x.shape[:-2], x.shape[-2] // k
     padded = (sizes[0] + 2 * padding[0], sizes[1] + 2 * padding[1])
     flat = _combine(tables, lambda d, t: t * (padded[1] if d == 0 else 1))  # [oh, ow, kh * kw] into the padded plane
-    cols = x.reshape(*lead, c, k, blocks).transpose(-1, -2).reshape(*lead, c, -1)  # [..., C, (oh ow) k]
+    cols = x.reshape(*lead, c, k, blocks).transpose(-1, -2).reshape(*lead, c, blocks * k)  # [..., C, (oh ow) k]
     index = tensor(flat.reshape(-1), dtype=default_int_dtype())
     out = index_add(zeros(*lead, c, padded[0] * padded[1], dtype=x.dtype), -1, index, cols)
     out = out.reshape(*lead, c, *padded)
@@ -581,8 +589,8 @@ def _max_unpool(nd: int, input, indices, kernel_size, stride, padding, output_si
             raise ShapeError(f"{op}: output_size {list(output_size)} must be {nd} sizes within a stride of the "
                              f"default {default}{where()}")
     lead = tuple(x.shape[:-nd])
-    flat = x.reshape(*lead, -1)
-    flat_idx = idx.reshape(*lead, -1).to(default_int_dtype())
+    flat = x.reshape(*lead, math.prod(spatial))  # NOTE: not -1: the batch may be 0
+    flat_idx = idx.reshape(*lead, math.prod(spatial)).to(default_int_dtype())
     base = zeros(*lead, math.prod(out), dtype=x.dtype)
     res = base.scatter(len(lead), flat_idx, flat)
     # NOTE: overlapping windows repeat an index (with the same value); as in PyTorch, each entry's derivative is

@@ -138,7 +138,7 @@ def _vector_norm(x, p, dim, keepdim):
 
 def norm(x, p="fro", dim=None, keepdim: bool = False, dtype=None):
     """The `p`-norm over `dim` (PyTorch's `torch.norm`): a number `p` (including `inf`, `-inf`, 0) is the vector
-    norm of the elements; `'fro'` is the 2-norm. `'nuc'` needs singular values: use `aotjax.linalg.matrix_norm`.
+    norm of the elements; `'fro'` is the 2-norm; `'nuc'` the nuclear norm over two dims (all of a 2-D `x`).
 
     >>> aotjax.norm(aotjax.tensor([3.0, 4.0]))
     tensor(5.)
@@ -152,9 +152,15 @@ def norm(x, p="fro", dim=None, keepdim: bool = False, dtype=None):
         x = convert(x, default_float_dtype())
     if p == "fro" or p is None:
         p = 2
+    if p == "nuc":
+        from aotjax.ops.linalg.norms import matrix_norm  # NOTE: linalg builds on the reductions: a lazy import up
+        dims = tuple(range(x.ndim)) if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+        if len(dims) != 2:
+            raise ValueError(f"norm: p='nuc' is a matrix norm over two dims, got dim={dim} for "
+                             f"{x.aval.str_short()}{_where()}")
+        return matrix_norm(x, "nuc", dims, bool(keepdim))
     if isinstance(p, str):
-        raise ValueError(f"norm: p={p!r} is not supported{_where()}; pass a number, 'fro', or use "
-                         f"aotjax.linalg.matrix_norm for the nuclear norm")
+        raise ValueError(f"norm: p={p!r} is not supported{_where()}; pass a number, 'fro' or 'nuc'")
     dims = range(x.ndim) if dim is None else [dim] if isinstance(dim, int) else dim
     if abs(p) == math.inf and x.numel() == 0 and any(x.shape[canonical_dim(d, x.ndim, "norm")] == 0 for d in dims):
         raise ShapeError(f"norm: cannot take the {p}-norm over a zero-size dim (it has no identity), got "

@@ -112,6 +112,8 @@ def select(x, dim: int, index: int):
     """
     dim = canonical_dim(dim, x.ndim, "select")
     size = x.shape[dim]
+    if isinstance(index, Tracer):
+        return gather_at("select", x, dim, index, 1).squeeze(dim)
     index = int(index)
     if not -size <= index < size:
         raise IndexError(f"select: index {index} is out of range for dimension {dim} of size {size}{where()}")
@@ -202,14 +204,23 @@ def _slice(x, dim: int, start: int, stop: int, step: int = 1):
     return slice_p.bind(x, dim=dim, start=start, stop=stop, step=step)
 
 
+# NOTE: `narrow`/`select` at a traced position gather (a copy): the gather is on a floor above, which sets this
+gather_at = None  # (op, x, dim, start, length) -> Tensor: set by aotjax.ops.indexing.subscripts
+
+
 def narrow(x, dim: int, start: int, length: int):
-    """The `length` elements of `x` along `dim` starting at `start` (a view).
+    """The `length` elements of `x` along `dim` starting at `start` (a view). `start` may be a 0-d integer tensor;
+    a traced one (under `jit`) gives a copy gathered at its value instead of a view, clamped into range.
 
     >>> aotjax.tensor([1, 2, 3, 4]).narrow(0, 1, 2)
+    tensor([2, 3])
+    >>> aotjax.jit(lambda x, i: x.narrow(0, i, 2))(aotjax.tensor([1, 2, 3, 4]), aotjax.tensor(1))
     tensor([2, 3])
     """
     dim = canonical_dim(dim, x.ndim, "narrow")
     size = x.shape[dim]
+    if isinstance(start, Tracer):
+        return gather_at("narrow", x, dim, start, int(length))
     start = int(start)
     if not -size <= start <= size:
         raise IndexError(f"narrow: start {start} is out of range for dimension {dim} of size {size}{where()}")
