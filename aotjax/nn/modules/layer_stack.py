@@ -185,8 +185,8 @@ class LayerStack(ModuleList):
         state = self.__dict__
         for i, layer in enumerate(state["_modules"].values()):
             for kind, key, path in self._stacked_views.entries:
-                t = _tensor_at(layer, kind, path)
-                if not isinstance(t, Tensor) or t._storage is not state[kind][key]._storage:
+                t, storage = _tensor_at(layer, kind, path), getattr(state[kind][key], "_storage", None)
+                if not isinstance(t, Tensor) or storage is not None and getattr(t, "_storage", None) is not storage:
                     raise ValueError(f"{what}: layer {i}'s '{path}' is not a view of the LayerStack's stacked "
                                      f"'{key}' any more (a new tensor was assigned to it){where()}; write into it "
                                      f"in place instead (`.copy_(...)` under `no_grad()`), or stack again "
