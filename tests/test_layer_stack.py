@@ -161,7 +161,17 @@ def test_pytree_passes_the_stacked_tensors():
     # functional_call swaps the stacked tensors; the layers read the swapped ones
     zeros = {n: aotjax.zeros_like(p) for n, p in stack.named_parameters()}
     out = aotjax.func.functional_call(stack, zeros, (x,))
-    loop_out = aotjax.func.functional_call(stack, zeros, (x,), kwargs=None)
+
+    class Loop(nn.Module):  # the layers one by one, not the scan
+        def __init__(self, layers):
+            super().__init__()
+            self.layers = layers
+
+        def forward(self, h):
+            for block in self.layers:
+                h = block(h)
+            return h
+    loop_out = aotjax.func.functional_call(Loop(stack), {f"layers.{n}": z for n, z in zeros.items()}, (x,))
     assert float(out.abs().sum()) == float(loop_out.abs().sum()) == float(x.abs().sum())
     assert float(stack[0].fc.weight.abs().sum()) > 0  # and the stack's own views are back
 
