@@ -42,6 +42,7 @@ LAYERS = {
     "aotjax.nn": 5,
     "aotjax.optim": 5,
     "aotjax.autograd.engine": 5,
+    "aotjax.autograd.saved_loops": 5,
     "aotjax.autograd.tensor_methods": 5,
     "aotjax.autograd.function": 5,
     "aotjax.autograd.functional": 5,

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import torch
 
 import aotjax
 from aotjax import Tensor
@@ -508,6 +509,28 @@ def test_stacked_weights_scanned_over_are_forwarded_not_copied():
     lowered = aotjax.aot(layers).lower(Ws, h0)
     assert 0 in lowered.saved_inputs
     assert Ws.shape not in [r.aval.shape for r in _stacked_residuals(lowered)]
+
+
+def test_a_cheap_function_of_a_scanned_weight_is_recomputed_by_the_backward_not_stacked():
+    rng = np.random.default_rng(0)
+    Ws, h0, scale = (aotjax.tensor(rng.standard_normal(s).astype(FLOAT)) for s in ((4, 3, 5), (2, 3), (5,)))
+
+    def layers(T, Ws, h0, scale):
+        def layer(h, w):  # a transposed slice, scaled by a loop constant (a function of it, recomputed too)
+            return (h @ (w * scale.exp()).t().t().t().t()).tanh() @ w.t(), None
+        if T is torch:
+            h = h0
+            for w in Ws:
+                h = layer(h, w)[0]
+            return h.square().sum()
+        return aotjax.scan(layer, h0, Ws)[0].square().sum()
+    lowered = aotjax.aot(functools.partial(layers, aotjax)).lower(Ws, h0, scale)
+    shapes = [r.aval.shape for r in _stacked_residuals(lowered)]
+    assert (4, 3, 5) not in shapes and (4, 5, 3) not in shapes, shapes  # not the slice, its transpose or product
+    theirs = [torch.tensor(np.asarray(t), requires_grad=True) for t in (Ws, h0, scale)]
+    layers(torch, *theirs).backward()
+    for ours, their in zip(aotjax.grad(functools.partial(layers, aotjax), argnums=(0, 1, 2))(Ws, h0, scale), theirs):
+        np.testing.assert_allclose(np.asarray(ours), their.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 
 def test_a_residual_of_the_loop_constants_alone_is_computed_once_outside_the_loop():

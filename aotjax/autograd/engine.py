@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 import jax
 
-from aotjax.autograd import grad_state, graph
+from aotjax.autograd import grad_state, graph, saved_loops  # noqa: F401  (registers the loops that save)
 from aotjax.autograd.graph import Input, Leaf, Node, Written
 from aotjax.core import views
 from aotjax.core.avals import get_aval
@@ -32,6 +32,7 @@ from aotjax.core.interpreter import Tracer, grad_mode
 from aotjax.core.ir import param_key
 from aotjax.core.source_info import where
 from aotjax.interpreters.eval import read
+from aotjax.ops.calls.saved_linear import saved_linear_p
 from aotjax.ops.control_flow._body import BodyTrace
 from aotjax.ops.shape.views import pinned_p
 from aotjax.tensor import Tensor
@@ -81,18 +82,28 @@ def _static(x) -> bool:
 
 class Replay:
     """A recorded graph's structure (no values): `key` identifies it; `__call__(leaves, probes, values)` replays it
-    on tensors, returning the roots' values. `values` lists, in order, every array operand the nodes read."""
+    on tensors, returning the roots' values. `values` lists, in order, every array operand the nodes read. With
+    `saved`, a node that kept its linearization (a loop: `graph.register_saving`) replays as `saved_linear` on the
+    residuals it kept (first in its operands), which runs nothing again; without, as the op itself (what a
+    backward with `create_graph` differentiates again)."""
 
-    def __init__(self, order: list[Node], roots: list[Root], probes: list[tuple[Node, int]]):
+    def __init__(self, order: list[Node], roots: list[Root], probes: list[tuple[Node, int]], saved: bool = False):
         index = {id(n): j for j, n in enumerate(order)}
         steps, key = [], []
         self.leaves = [n for n in order if type(n) is Leaf]
+        self.saved = saved
         for node in order:
             if type(node) is Leaf:
                 steps.append(None)
                 key.append(("leaf",))
                 continue
             ops, op_key = [], []
+            prim, params = node.prim, node.params
+            if saved and node.saved is not None:
+                lin, residuals = node.saved
+                prim, params = saved_linear_p, {"saved": lin}
+                ops += [("c",)] * len(residuals)
+                op_key += [("c", _aval_key(r)) for r in residuals]
             for op in node.operands:
                 if type(op) is Input:
                     ops.append(("i", index[id(op.node)], op.index, op.chain))
@@ -106,8 +117,6 @@ class Replay:
                 else:
                     ops.append(("c",))
                     op_key.append(("c", _aval_key(op)))
-            prim = node.prim
-            params = node.params
             steps.append((prim, params, tuple(ops), node.written))
             pkey = tuple((k, param_key(v)) for k, v in params.items()) if prim.higher_order else tuple(params.items())
             key.append((prim, pkey, tuple(op_key), node.written))
@@ -116,12 +125,15 @@ class Replay:
         self.probes = [(index[id(n)], i) for n, i in probes]
         self.key = (tuple(key), tuple(self.roots), tuple(self.probes))
 
-    @staticmethod
-    def values(order: list[Node], read: Callable) -> list:
-        """`read(operand)` of each array operand of `order`'s nodes (`Input`, `Written` or an array constant), in
-        the order `__call__` takes them."""
-        return [read(op) for node in order for op in node.operands
-                if type(op) is Input or type(op) is Written or not _static(op)]
+    def values(self, order: list[Node], read: Callable) -> list:
+        """`read(operand)` of each array operand of `order`'s nodes (`Input`, `Written` or an array constant; with
+        `saved`, a saving node's residuals first), in the order `__call__` takes them."""
+        vals = []
+        for node in order:
+            if self.saved and node.saved is not None:
+                vals += [read(r) for r in node.saved[1]]
+            vals += [read(op) for op in node.operands if type(op) is Input or type(op) is Written or not _static(op)]
+        return vals
 
     def __call__(self, leaves: list, probes: list, values: list) -> list:
         env: dict = {}
@@ -307,22 +319,22 @@ def run_graph(roots: list[Root], probes: list[tuple[Node, int]], create_graph: b
                 f"the graph a second time or if you need to access saved tensors after calling backward{where()}.")
     in_graph = {id(n) for n in order}
     probes = [p for p in probes if id(p[0]) in in_graph]
-    replay = Replay(order, roots, probes)
+    replay = Replay(order, roots, probes, saved=not create_graph)
     leaf_vals = [_leaf_value(leaf, order) for leaf in replay.leaves]
     probe_vals = [_probe_zero(node, i) for node, i in probes]
     cts = [r.ct for r in roots]
     if create_graph:
         with grad_mode(True):
-            leaf_cts, probe_cts = _backward_fn(replay)(leaf_vals, probe_vals, Replay.values(order, _linked), cts)
+            leaf_cts, probe_cts = _backward_fn(replay)(leaf_vals, probe_vals, replay.values(order, _linked), cts)
     elif transforms_running[0]:  # NOTE: a backward inside a staged function: staged into it
         with grad_mode(False):
-            leaf_cts, probe_cts = _compiled(replay).inline(leaf_vals, probe_vals, Replay.values(order, _value),
+            leaf_cts, probe_cts = _compiled(replay).inline(leaf_vals, probe_vals, replay.values(order, _value),
                                                            [c.detach() if isinstance(c, Tensor) else c for c in cts])
     else:
         with grad_mode(False):
             leaf_cts, probe_cts = _compiled(replay)([_array_of(v) for v in leaf_vals],
                                                     [_array_of(v) for v in probe_vals],
-                                                    Replay.values(order, _array), [_array_of(c) for c in cts])
+                                                    replay.values(order, _array), [_array_of(c) for c in cts])
     return ({id(leaf): (leaf, ct) for leaf, ct in zip(replay.leaves, leaf_cts)},
             {(id(n), i): ct for (n, i), ct in zip(probes, probe_cts)})
 
@@ -358,6 +370,7 @@ def free(order: list[Node]) -> None:
                     operands.append(None)
             node.operands = tuple(operands)
             node.outputs = ()
+            node.saved = None
 
 
 def run_backward(roots: list[Root], targets: list[Tensor] | None, create_graph: bool, retain_graph: bool,

@@ -87,11 +87,13 @@ class Node:
     `written[k]`'s storage. `outputs` holds the values it made (bases). `freed` after a backward that did not
     retain the graph."""
 
-    __slots__ = ("prim", "params", "operands", "written", "outputs", "freed", "watchers", "__weakref__")
+    __slots__ = ("prim", "params", "operands", "written", "outputs", "freed", "watchers", "saved", "__weakref__")
 
-    def __init__(self, prim: Primitive | None, params: dict, operands: tuple, written: tuple, outputs: tuple):
+    def __init__(self, prim: Primitive | None, params: dict, operands: tuple, written: tuple, outputs: tuple,
+                 saved: tuple | None = None):
         self.prim, self.params, self.operands, self.written, self.outputs = prim, params, operands, written, outputs
         self.freed = False
+        self.saved = saved  # a loop's linearization and residuals, kept when it ran (`register_saving`)
         self.watchers: list | None = None  # weak references to the non-leaf tensors of this node with hooks or
         # `retain_grad()`: a backward through the node has a gradient to give them
 
@@ -109,6 +111,16 @@ class Leaf(Node):
     def __init__(self, tensor: Tensor):
         super().__init__(None, {}, (), (), ())
         self.tensor = weakref.ref(tensor)
+
+
+saving_rules: dict = {}  # primitives recorded linearized (`register_saving`): prim -> how to run it
+
+
+def register_saving(prim: Primitive, run: Callable) -> None:
+    """Record `prim` linearized when it runs with an operand that requires grad (a loop, whose linearization in the
+    backward would run it a second time): `run(prim, params, args, vals, eager) -> (outputs, saved)` computes its
+    outputs and what its node keeps (`aotjax.ops.calls.saved_linear`)."""
+    saving_rules[prim] = run
 
 
 # -- which tensors record ----------------------------------------------------------------------------------------
@@ -263,9 +275,10 @@ def leaf_of(t: Tensor) -> Leaf | None:
 
 
 # -- recording ---------------------------------------------------------------------------------------------------
-def record_functional(prim: Primitive, params: dict, args, vals, outs: list) -> None:
+def record_functional(prim: Primitive, params: dict, args, vals, outs: list, saved: tuple | None = None) -> None:
     """Record functional `prim`'s eager application on `args` (read as `vals`), which made `outs`: each result of
-    a differentiable dtype requires grad, a non-leaf whose storage is output i of the new node."""
+    a differentiable dtype requires grad, a non-leaf whose storage is output i of the new node (which keeps
+    `saved`, see `register_saving`)."""
     # NOTE: runs once per recorded op that binds: loops, not generators (about a microsecond less)
     if prim in _detaching:
         return
@@ -277,7 +290,7 @@ def record_functional(prim: Primitive, params: dict, args, vals, outs: list) -> 
         else:
             operands.append(v)
     bases = [o._storage.base for o in outs]
-    node = Node(prim, params, tuple(operands), (), tuple(bases))
+    node = Node(prim, params, tuple(operands), (), tuple(bases), saved)
     for i, o in enumerate(outs):
         if differentiable_dtype(bases[i].dtype):
             storage = o._storage
@@ -317,7 +330,7 @@ def record_result(prim: Primitive, params: dict, args, vals, out) -> Tensor:
             operands = tuple([_operand(a, v) for a, v in zip(args, vals)])
         node = _new(Node)
         node.prim, node.params, node.operands, node.written, node.outputs = prim, params, operands, (), (out,)
-        node.freed, node.watchers = False, None
+        node.freed, node.watchers, node.saved = False, None, None
         storage.grad_node, storage.grad_index = node, 0
         t = _new(RecordingTensor)
         t._ag = NONLEAF

@@ -186,6 +186,16 @@ def dce(eqns: list[Eqn], outvars: list) -> list[Eqn]:
     return kept[::-1]
 
 
+def rename_inputs(eqns: list[Eqn], renamed: dict) -> list[Eqn]:
+    """`eqns` reading `renamed[id(v)]` wherever they read a variable `v` that `renamed` maps (what joins two programs
+    at the values one passes the other); equations reading none of them are kept as they are."""
+    def read(a):
+        return renamed.get(id(a), a) if isinstance(a, Var) else a
+
+    return [Eqn(e.primitive, [read(a) for a in e.inputs], e.outputs, e.params, e.source_info)
+            if any(isinstance(a, Var) and id(a) in renamed for a in e.inputs) else e for e in eqns]
+
+
 def sub_jaxprs(eqn: Eqn) -> Iterator[Jaxpr]:
     """The sub-programs a higher-order equation carries in its params (a loop's body, a conditional's branches)."""
     for v in eqn.params.values():

@@ -271,6 +271,11 @@ class EvalTrace(Trace):
                     vals.append(operand(a))
                     if not rec and isinstance(a, Tensor) and (a._ag is not None or graph.joins_graph(a)):
                         rec = True
+            if rec and prim in graph.saving_rules and _state.grad_enabled:  # NOTE: a loop keeping its residuals
+                outs, saved = graph.saving_rules[prim](prim, params, args, vals, True)
+                outs = [Tensor._wrap(o) for o in outs]
+                graph.record_functional(prim, params, args, vals, outs, saved)
+                return outs
             try:
                 out = fn(*vals)
             except AotjaxError:

@@ -181,6 +181,11 @@ class FunctionalizeTrace(Trace):
             kind = prim.kind
             if kind is Kind.FUNCTIONAL:
                 vals = list(map(_read, tracers))
+                if prim in graph.saving_rules and graph.records(tracers):  # NOTE: a loop keeping its residuals
+                    outs, saved = graph.saving_rules[prim](prim, params, tracers, vals, False)
+                    outs = [self.new_tensor(o) for o in outs]
+                    graph.record_functional(prim, params, tracers, vals, outs, saved)
+                    return record_layout(prim, tracers, outs, params)
                 outs = prim.bind(*vals, **params)
                 outs = [self.new_tensor(o) for o in (outs if prim.multiple_results else [outs])]
                 if graph.records(tracers):  # NOTE: imperative autograd inside a staged function (`backward()`)

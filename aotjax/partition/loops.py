@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, JaxprMeta, Var
+from aotjax.core.ir import ClosedJaxpr, Jaxpr, JaxprMeta, Var, rename_inputs
 from aotjax.interpreters.partial_eval import ResidualSource, SplitJaxpr
 from aotjax.partition.split import JointInfo, Partitioned
 
@@ -28,12 +28,9 @@ def body_joint(split: SplitJaxpr) -> JointInfo:
     n_kout = len(kj.outvars) - n_res
     to_known = {id(r): v for r, v in zip(uj.invars[:n_res], kj.outvars[n_kout:], strict=True)}
 
-    def read(a):
-        return to_known.get(id(a), a) if isinstance(a, Var) else a
-
-    u_eqns = [Eqn(e.primitive, [read(a) for a in e.inputs], e.outputs, e.params, e.source_info) for e in uj.eqns]
-    joint = Jaxpr([*kj.constvars, *uj.constvars], [*kj.invars, *uj.invars[n_res:]], [*kj.eqns, *u_eqns],
-                  [*kj.outvars[:n_kout], *(read(a) for a in uj.outvars)])
+    joint = Jaxpr([*kj.constvars, *uj.constvars], [*kj.invars, *uj.invars[n_res:]],
+                  [*kj.eqns, *rename_inputs(uj.eqns, to_known)],
+                  [*kj.outvars[:n_kout], *(to_known.get(id(a), a) if isinstance(a, Var) else a for a in uj.outvars)])
     closed = ClosedJaxpr(joint, [*split.known.consts, *split.unknown.consts])
     return JointInfo(closed, len(kj.invars), n_kout, len(kj.eqns))
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from aotjax.core.eval_jaxpr import eval_jaxpr
-from aotjax.core.ir import Atom, ClosedJaxpr, Eqn, Jaxpr, JaxprMeta, Var, dce
+from aotjax.core.ir import Atom, ClosedJaxpr, Jaxpr, JaxprMeta, Var, dce, rename_inputs
 from aotjax.interpreters.ad_util import is_differentiable
 from aotjax.interpreters.trace import trace_flat
 from aotjax.partition import JointInfo
@@ -91,8 +91,7 @@ def compose_joint(lin: LinearizedProgram, backward: ClosedJaxpr, name: str | Non
     read = {id(a) for e in bwd.eqns for a in e.inputs} | {id(a) for a in bwd.outvars}
     to_forward = {id(r): v for r, v in zip(bwd.invars[:n_res], fwd.outvars[n_out:], strict=True) if id(r) in read}
     fwd_eqns = dce(fwd.eqns, [*fwd.outvars[:n_out], *to_forward.values()])
-    bwd_eqns = [Eqn(e.primitive, [_read(a, to_forward) for a in e.inputs], e.outputs, e.params, e.source_info)
-                for e in bwd.eqns]
+    bwd_eqns = rename_inputs(bwd.eqns, to_forward)
     outvars = [*fwd.outvars[:n_out], *(_read(a, to_forward) for a in bwd.outvars)]
     joint = Jaxpr([*fwd.constvars, *bwd.constvars], [*fwd.invars, *bwd.invars[n_res:]], [*fwd_eqns, *bwd_eqns],
                   outvars)

@@ -9,8 +9,10 @@ stacked along a new leading axis of `length`. JAX's `lax.scan` is the model; its
 - partial evaluation (how `grad` and `aot` split the loop): a fixed point on which carries are unknown, then a
   **known** scan computing the known results and the residuals of each iteration, stacked along the leading
   axis, and an **unknown** scan reading them. A residual that is a loop constant or an `xs` slice is
-  forwarded (the unknown scan reads the operand itself: no stacked copy of a weight the body captures), and
-  a residual computed from loop constants alone is hoisted out of the loop and computed once;
+  forwarded (the unknown scan reads the operand itself: no stacked copy of a weight the body captures), a
+  residual computed from loop constants alone is hoisted out of the loop and computed once, and one computed from
+  `xs` slices by cheap ops (`Recompute.CHEAP`: a layer's transposed weight) is recomputed by the unknown scan;
+  imperative autograd records a scan with its residuals (`aotjax.autograd.saved_loops`);
 - transpose: a scan in the other direction whose carry accumulates the constants' cotangents;
 - dead-code elimination: a fixed point on the carries something reads; unused results and operands go;
 - batching (vmap): a fixed point on which carries are batched, then one scan of the batched body. Inside the body
@@ -24,7 +26,7 @@ body captures and writes is carried through the loop and written back to the cal
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -35,7 +37,7 @@ from aotjax.core.checks import check_record
 from aotjax.core.errors import ShapeError, UnsupportedError
 from aotjax.core.eval_jaxpr import eval_jaxpr
 from aotjax.core.interpreter import Tracer
-from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, split_rules, used_inputs
+from aotjax.core.ir import ClosedJaxpr, Eqn, Jaxpr, Var, dce, dce_rules, rename_inputs, split_rules, used_inputs
 from aotjax.core.primitive import Primitive, Recompute, jaxpr_flops
 from aotjax.core.source_info import user_source_info, where
 from aotjax.interpreters.ad_util import Zero, add_tangents, instantiate
@@ -196,8 +198,11 @@ def _scan_partial_eval(trace, tracers, *, jaxpr: ClosedJaxpr, num_consts: int, n
     res_vars = K.outvars[n_known_out:]
     source = user_source_info()
 
-    # classify the residuals: forwarded operands, loop invariants (hoisted), stacked per iteration
+    # classify the residuals: forwarded operands, loop invariants (hoisted), recomputed from xs, stacked
     invariant = _invariant_vars(K, kin_consts)
+    n_kcarry = sum(1 for u in carry_uk if not u)
+    kin_xs = K.invars[len(kin_consts) + n_kcarry:]
+    from_xs = _recomputable_vars(K, kin_xs, invariant | {id(v) for v in kin_consts})
     kinds = []
     for v, j in zip(res_vars, split.residual_inputs, strict=True):
         if j is not None and j < num_consts:
@@ -206,6 +211,8 @@ def _scan_partial_eval(trace, tracers, *, jaxpr: ClosedJaxpr, num_consts: int, n
             kinds.append(("xs", j))
         elif isinstance(v, Var) and id(v) in invariant:
             kinds.append(("hoisted", None))
+        elif isinstance(v, Var) and id(v) in from_xs:
+            kinds.append(("recomputed", None))
         else:
             kinds.append(("stacked", None))
     known_tracers = [t for t, u in zip(tracers, const_uk + carry_uk + xs_uk) if not u]
@@ -213,7 +220,8 @@ def _scan_partial_eval(trace, tracers, *, jaxpr: ClosedJaxpr, num_consts: int, n
     n_kc = sum(1 for u in const_uk if not u)
     sources = split.residual_sources
 
-    hoisted_vars = [v for v, (k, _) in zip(res_vars, kinds) if k == "hoisted"]
+    recomputed = _recomputation(K, [v for v, (k, _) in zip(res_vars, kinds) if k == "recomputed"], from_xs, kin_xs)
+    hoisted_vars = [v for v, (k, _) in zip(res_vars, kinds) if k == "hoisted"] + recomputed.invariant_inputs
     hoisted_vals = []
     if hoisted_vars:
         H = ClosedJaxpr(Jaxpr(K.constvars, kin_consts, dce(K.eqns, hoisted_vars), hoisted_vars), split.known.consts)
@@ -225,7 +233,6 @@ def _scan_partial_eval(trace, tracers, *, jaxpr: ClosedJaxpr, num_consts: int, n
             v.hint = v.hint or f"residual[{k}]"
     K2 = ClosedJaxpr(Jaxpr(K.constvars, K.invars, dce(K.eqns, known_outs + stacked_vars), known_outs + stacked_vars),
                      split.known.consts)
-    n_kcarry = sum(1 for u in carry_uk if not u)
     if known_outs or stacked_vars:
         k_outs = scan_p.bind(*known_vals, jaxpr=K2, num_consts=n_kc, num_carry=n_kcarry, length=length,
                              reverse=reverse, unroll=unroll)
@@ -233,16 +240,25 @@ def _scan_partial_eval(trace, tracers, *, jaxpr: ClosedJaxpr, num_consts: int, n
         k_outs = []
     known_results, stacked_vals = k_outs[:n_known_out], k_outs[n_known_out:]
 
-    # the unknown scan: [intensive residuals, unknown consts] [unknown carry] [unknown xs, extensive residuals]
+    # the unknown scan: [intensive residuals, unknown consts] [unknown carry] [unknown xs, extensive residuals];
+    # its body first recomputes the recomputed residuals from their inputs (intensive or extensive residuals too)
     U = split.unknown.jaxpr
     n_res = split.num_res
     res_in, rest_in = U.invars[:n_res], U.invars[n_res:]
     uk_consts_in, uk_carry_in, uk_xs_in = split_list(rest_in, sum(const_uk), sum(carry_uk))
     intensive, extensive, int_vals, ext_vals = [], [], [], []
     h_it, s_it = iter(hoisted_vals), iter(stacked_vals)
+    known_xs = [t for t, u in zip(tracers[num_consts + num_carry:], xs_uk) if not u]
+    for v, k in zip(recomputed.xs_inputs, recomputed.xs_positions):
+        extensive.append(v)
+        ext_vals.append(known_xs[k])
+    rec_out = iter(recomputed.outputs)
+    renamed = {}
     for r, (kind, j) in enumerate(kinds):
         src = sources[r] if r < len(sources) else ResidualSource(None, None)
-        if kind == "const":
+        if kind == "recomputed":
+            renamed[id(res_in[r])] = next(rec_out)
+        elif kind == "const":
             intensive.append(res_in[r])
             int_vals.append(tracers[j])
         elif kind == "hoisted":
@@ -255,8 +271,12 @@ def _scan_partial_eval(trace, tracers, *, jaxpr: ClosedJaxpr, num_consts: int, n
             extensive.append(res_in[r])
             what = f"{src.primitive or 'value'} (scan residual, stacked over {length} iterations)"
             ext_vals.append(trace.known(next(s_it), ResidualSource(what, src.source_info or source)))
-    U2 = ClosedJaxpr(Jaxpr(U.constvars, [*intensive, *uk_consts_in, *uk_carry_in, *uk_xs_in, *extensive], U.eqns,
-                           U.outvars), split.unknown.consts)
+    for v in recomputed.invariant_vars:
+        intensive.append(v)
+        int_vals.append(trace.known(next(h_it), ResidualSource(None, source)))
+    u_eqns = recomputed.eqns + rename_inputs(U.eqns, renamed)
+    U2 = ClosedJaxpr(Jaxpr(U.constvars, [*intensive, *uk_consts_in, *uk_carry_in, *uk_xs_in, *extensive], u_eqns,
+                           [renamed.get(id(v), v) for v in U.outvars]), split.unknown.consts)
     uk_tracers = [trace.instantiate(t) for t, u in zip(tracers, const_uk + carry_uk + xs_uk) if u]
     uc, ucarry, uxs = split_list(uk_tracers, sum(const_uk), sum(carry_uk))
     u_outs = trace.record(scan_p, [*int_vals, *uc, *ucarry, *uxs, *ext_vals],
@@ -278,6 +298,56 @@ def _invariant_vars(jaxpr: Jaxpr, const_vars) -> set:
         if all(not isinstance(a, Var) or id(a) in inv for a in eqn.inputs):
             inv.update(id(v) for v in eqn.outputs)
     return inv - {id(v) for v in const_vars}
+
+
+def _recomputable_vars(jaxpr: Jaxpr, xs_vars, invariant: set) -> set:
+    """Ids of the variables of the known body computed from its `xs` slices (and loop invariants, `invariant`) by
+    `Recompute.CHEAP` equations alone: a transposed weight slice, a dtype conversion of one. Stacking such a
+    residual writes a copy of it per iteration that the backward reads back; the unknown body recomputes it from
+    the slices it reads anyway (where XLA folds a transpose into the product that reads it: free)."""
+    found = {id(v) for v in xs_vars}
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.recompute is not Recompute.CHEAP:
+            continue
+        ins = [id(a) for a in eqn.inputs if isinstance(a, Var)]
+        if any(i in found for i in ins) and all(i in found or i in invariant for i in ins):
+            found.update(id(v) for v in eqn.outputs)
+    return found - {id(v) for v in xs_vars}
+
+
+class _Recomputation(NamedTuple):
+    """How the unknown body recomputes residuals (`_recomputable_vars`): `eqns` (the known body's, computing
+    `outputs`, one per recomputed residual) read the known `xs` slices `xs_inputs` (at `xs_positions` among the
+    known `xs`) and the loop invariants `invariant_inputs` (variables of the known body, computed once outside
+    the loop and read as `invariant_vars`)."""
+
+    eqns: list
+    outputs: list
+    xs_inputs: list
+    xs_positions: list
+    invariant_inputs: list
+    invariant_vars: list
+
+
+def _recomputation(jaxpr: Jaxpr, residuals: list, recomputable: set, xs_vars) -> _Recomputation:
+    live = {id(v) for v in residuals}
+    eqns = []
+    for eqn in reversed(jaxpr.eqns):
+        if any(id(v) in live for v in eqn.outputs):
+            eqns.append(eqn)
+            live.update(id(a) for a in eqn.inputs if isinstance(a, Var) and id(a) in recomputable)
+    eqns.reverse()
+    made = {id(v) for e in eqns for v in e.outputs}
+    xs_position = {id(v): k for k, v in enumerate(xs_vars)}
+    free = list({id(a): a for e in eqns for a in e.inputs if isinstance(a, Var) and id(a) not in made}.values())
+    xs_inputs = [v for v in free if id(v) in xs_position]
+    invariant_inputs = [v for v in free if id(v) not in xs_position]
+    # NOTE: an invariant is read under a fresh variable (it may be a constvar of the known body, which the
+    # unknown body does not have)
+    invariant_vars = [Var(v.aval) for v in invariant_inputs]
+    renamed = {id(v): w for v, w in zip(invariant_inputs, invariant_vars)}
+    return _Recomputation(rename_inputs(eqns, renamed), residuals, xs_inputs, [xs_position[id(v)] for v in xs_inputs],
+                          invariant_inputs, invariant_vars)
 
 
 # -- transpose --------------------------------------------------------------------------------------------
