@@ -327,3 +327,15 @@ def test_bad_arguments_raise_torch_s_errors(name, kwargs):
     assert str(theirs.value) in message
     if isinstance(ours.value, ValueError):  # ours (a TypeError for an unknown option is Python's, as torch's)
         assert message.startswith(f"{name}: ") and message.endswith("(test_bad_arguments_raise_torch_s_errors))")
+
+
+def test_the_eager_adam_step_divides_by_its_scalars_once_for_the_group():
+    params, _ = _model(aotjax, sizes=(3, 5, 4, 2))
+    for p in params:
+        p.grad = aotjax.ones_like(p)
+    opt = optim.AdamW(params, lr=0.01)
+    with aotjax.no_grad():
+        jaxpr = _compiled_update.lower(opt, [p.grad for p in params]).jaxpr.jaxpr
+    per_parameter = [e for e in jaxpr.eqns if e.primitive.name == "div" and e.outputs[0].aval.shape != ()
+                     and e.inputs[1].aval.shape in ((), (1,))]
+    assert per_parameter == []  # `sqrt(v) / bias_correction2_sqrt` multiplies by the group's reciprocals instead

@@ -119,7 +119,7 @@ saving_rules: dict = {}  # primitives recorded linearized (`register_saving`): p
 def register_saving(prim: Primitive, run: Callable) -> None:
     """Record `prim` linearized when it runs with an operand that requires grad (a loop, whose linearization in the
     backward would run it a second time): `run(prim, params, args, vals, eager) -> (outputs, saved)` computes its
-    outputs and what its node keeps (`aotjax.ops.calls.saved_linear`)."""
+    outputs and what its node keeps (`aotjax.autograd.saved_loops`)."""
     saving_rules[prim] = run
 
 

@@ -177,7 +177,9 @@ class Adam(_AdamFamily):
         # Python-float bias corrections), not the vector's: a 0-d tensor does not promote a vector
         dtype = result_type(steps[0], hyper["lr"], beta1, beta2)
         s = adam_scalars(stack(steps).to(dtype), lr=hyper["lr"], beta1=beta1, beta2=beta2, like=steps[0])
-        return [AdamScalars(s.step[i], s.step_size[i], s.bias_correction2_sqrt[i]) for i in range(len(steps))]
+        inverse = 1 / s.bias_correction2_sqrt
+        return [AdamScalars(s.step[i], s.step_size[i], s.bias_correction2_sqrt[i], inverse[i])
+                for i in range(len(steps))]
 
     def _update(self, param, grad, state, hyper, group, scalars=None):
         beta1, beta2 = hyper["betas"]

@@ -140,17 +140,22 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, *, lr, b
     if amsgrad:
         max_exp_avg_sq = ops.maximum(max_exp_avg_sq, exp_avg_sq)
     second = max_exp_avg_sq if amsgrad else exp_avg_sq
-    denom = ops.sqrt(second) / s.bias_correction2_sqrt + eps
+    root = ops.sqrt(second)
+    inverse = s.inverse_bias_correction2_sqrt
+    denom = (root / s.bias_correction2_sqrt if inverse is None else root * inverse) + eps
     update = -s.step_size * exp_avg / denom
     return _decoupled_decay(update, param, lr, weight_decay, decoupled), exp_avg, exp_avg_sq, max_exp_avg_sq, s.step
 
 
 class AdamScalars(NamedTuple):
     """What a step of Adam computes from the step count alone: the count after the step, `lr / (1 - beta1 **
-    step)` and `sqrt(1 - beta2 ** step)` (one parameter's, or a vector of many parameters' at once)."""
+    step)` and `sqrt(1 - beta2 ** step)` (one parameter's, or a vector of many parameters' at once); computed for
+    many parameters at once, also the reciprocal of the last, which the update multiplies by (what XLA makes of the
+    division by a scalar anyway: computed once for all, not in a kernel of its own per parameter)."""
     step: object
     step_size: object
     bias_correction2_sqrt: object
+    inverse_bias_correction2_sqrt: object = None
 
 
 def adam_scalars(step, *, lr, beta1, beta2, like) -> AdamScalars:
