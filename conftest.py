@@ -4,17 +4,22 @@ os.environ.setdefault("AOTJAX_TYPECHECK", "1")  # every pass typechecks the jaxp
 
 
 def _compile_less() -> str | None:
-    """Half of the suite's time is XLA compiling small programs; two settings halve that without changing what a
+    """Half of the suite's time is XLA compiling small programs; three settings halve that without changing what a
     test checks (the programs, their semantics and the jaxprs are the same):
     - LLVM at -O0 (`--xla_backend_optimization_level=0`): XLA's HLO passes (fusion, layout, buffer donation) still
       run; only machine-code optimization, which the tests do not measure, is left out;
+    - XLA:CPU's elemental IR emitter for its fused loops (`--xla_cpu_use_fusion_emitters=false`): the same fusions,
+      emitted by the older code generator, which compiles a small program in about three quarters of the time; its
+      transcendental functions may differ from the default emitter's in the last bit (doctests that print one
+      elide it);
     - one persistent compilation cache for the run, shared by the xdist workers and the processes tests start (the
       notebooks, the benchmark scripts), so a program two of them compile is compiled once. A fresh directory per
       run unless `JAX_COMPILATION_CACHE_DIR` is set (set it to keep the cache between runs).
     Environment variables, set before jax starts, so that the workers and subprocesses inherit them. Returns the
     directory this process made, to remove when the run ends."""
-    if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+    for flag, value in (("--xla_backend_optimization_level", "0"), ("--xla_cpu_use_fusion_emitters", "false")):
+        if flag not in os.environ.get("XLA_FLAGS", ""):
+            os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}={value}".strip()
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
     if "JAX_COMPILATION_CACHE_DIR" in os.environ:  # NOTE: the user's, or the one the xdist controller made

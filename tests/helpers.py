@@ -248,6 +248,18 @@ def directional_derivative(fn, bases, direction, eps):
     return (float(plus) - float(minus)) / (2 * eps)
 
 
+def training_step(loss_of, opt):
+    """A PyTorch training step: `loss_of(*args).backward()`, `opt.step()`, `opt.zero_grad()`; returns the loss,
+    detached (a program's output)."""
+    def step(*args):
+        loss = loss_of(*args)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss.detach()
+    return step
+
+
 def run_on_eight_devices(program: str) -> None:
     """Run `program` (Python source ending by printing "ok") in a fresh process with 8 simulated CPU devices (the
     device count is fixed when jax starts) and check that it got there."""

@@ -11,6 +11,8 @@ import pytest
 import aotjax
 import aotjax.nn.functional as F
 
+pytestmark = pytest.mark.x32_only  # NOTE: float32 modules in both modes: not run again in the x64 pass
+
 EXAMPLE = Path(__file__).parent.parent / "examples" / "char_transformer.py"
 
 

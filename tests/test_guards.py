@@ -19,6 +19,8 @@ import aotjax
 from aotjax import nn
 from aotjax.runtime.recompiles import RecompileLimitError, RecompileWarning
 
+pytestmark = pytest.mark.x32_only  # NOTE: independent of the float width: not run again in the x64 pass
+
 SCALE = 2.0
 OFFSET = 1.0
 ACT = aotjax.relu

@@ -10,6 +10,8 @@ import pytest
 import aotjax
 from aotjax import nn
 
+pytestmark = pytest.mark.x32_only  # NOTE: float32 modules in both modes: not run again in the x64 pass
+
 torch = pytest.importorskip("torch")
 
 

@@ -15,7 +15,8 @@ from tests.helpers import INT
 
 torch = pytest.importorskip("torch")
 # NOTE: torch's encoder says when its nested-tensor fast path is off (batch_first=False, norm_first=True)
-pytestmark = pytest.mark.filterwarnings("ignore:enable_nested_tensor is True:UserWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore:enable_nested_tensor is True:UserWarning"),
+              pytest.mark.x32_only]  # NOTE: float32 modules in both modes: not run again in the x64 pass
 tnn = torch.nn
 
 RTOL, ATOL = 1e-4, 1e-5
