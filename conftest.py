@@ -4,7 +4,7 @@ os.environ.setdefault("AOTJAX_TYPECHECK", "1")  # every pass typechecks the jaxp
 
 
 def _compile_less() -> str | None:
-    """Half of the suite's time is XLA compiling small programs; three settings halve that without changing what a
+    """Half of the suite's time is XLA compiling small programs; three settings shrink that without changing what a
     test checks (the programs, their semantics and the jaxprs are the same):
     - LLVM at -O0 (`--xla_backend_optimization_level=0`): XLA's HLO passes (fusion, layout, buffer donation) still
       run; only machine-code optimization, which the tests do not measure, is left out;
