@@ -63,6 +63,17 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
+def pytest_collection_finish(session):
+    """What collection made (the modules of aotjax, jax, torch and the tests, their constants and parameters: some
+    300k objects) lives until the run ends. Frozen (`gc.freeze`), the collector's full passes no longer walk it at each
+    pass: they took 7-13% of a test process's time, about 4% frozen (measured with `gc.callbacks` on two op files).
+    Objects the tests make are collected as before."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def pytest_unconfigure(config):
     if _made_cache_dir is not None:
         import shutil

@@ -381,6 +381,12 @@ def test_sequential_and_module_list_and_dict_behave_as_torch():
     assert [n for n, _ in ml.named_children()] == ["0", "1", "2", "3"]
     assert repr(nn.ModuleList([nn.ReLU(), nn.ReLU(), nn.Tanh()])) == repr(tnn.ModuleList(
         [tnn.ReLU(), tnn.ReLU(), tnn.Tanh()]))
+    for lib in (nn, tnn):  # a ModuleList or Sequential is an iterable of modules; a module is not
+        more = lib.ModuleList([lib.ReLU()])
+        assert more.extend(lib.ModuleList([lib.Tanh()])).extend(lib.Sequential(lib.GELU())) is more
+        assert [type(m).__name__ for m in more] == ["ReLU", "Tanh", "GELU"]
+        with pytest.raises(TypeError, match="ModuleList.extend should be called with an iterable, but got ReLU"):
+            more.extend(lib.ReLU())
 
     md = nn.ModuleDict([("x", nn.ReLU()), ("y", nn.Tanh())])
     md["z"] = nn.Identity()

@@ -160,7 +160,7 @@ class ModuleList(Module):
 
     def extend(self, modules: Iterable[Module]) -> "ModuleList":
         """Append each of `modules`; returns self."""
-        if isinstance(modules, (Module, str)) or not hasattr(modules, "__iter__"):
+        if isinstance(modules, str) or not hasattr(modules, "__iter__"):  # NOTE: a ModuleList or Sequential iterates
             raise TypeError(f"ModuleList.extend should be called with an iterable, but got {type(modules).__name__}")
         for module in modules:
             self.append(module)
