@@ -175,6 +175,27 @@ def test_ten_steps_match_torch(name, kwargs, groups):
     _assert_state_dicts_equal(opt.state_dict(), theirs.state_dict(), ignore=OURS_ONLY.get(name, {}))
 
 
+def test_optimizers_of_many_structures_step_eagerly_without_a_recompile_warning(monkeypatch, caplog):
+    """The eager `.grad` step's programs are one cache shared by all optimizers: a process that builds more than
+    `recompile_limit` optimizers of other structures (a sweep over widths) gets no RecompileWarning and no
+    RecompileLimitError for it; each new structure is still logged."""
+    import logging
+    import warnings
+
+    monkeypatch.setattr(aotjax.config, "fail_on_recompile_limit_hit", True)
+    traces = _compiled_update.trace_count
+    with warnings.catch_warnings(), caplog.at_level(logging.INFO, logger="aotjax.recompiles"):
+        warnings.simplefilter("error")
+        for width in range(1, aotjax.config.recompile_limit + 3):
+            w = aotjax.ones(width, requires_grad=True)
+            opt = optim.SGD([w], lr=0.5)
+            (w * w).sum().backward()
+            opt.step()
+            assert w.tolist() == [0.0] * width
+    assert _compiled_update.trace_count - traces >= aotjax.config.recompile_limit + 1
+    assert any("_update_all_without_grad" in r.getMessage() for r in caplog.records)
+
+
 # the first row without tensors or groups (the update program compiled for test_ten_steps_match_torch serves)
 ROUND_TRIP = {name: next(r for r in rows if isinstance(r, dict) and not any(isinstance(v, T) for v in r.values()))
               for name, rows in CONFIGS.items()}

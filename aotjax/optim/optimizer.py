@@ -628,6 +628,9 @@ def _update_all_without_grad(opt: Optimizer, flat: list) -> None:
 
 
 _compiled_update = jit(_update_all_without_grad)  # NOTE: traced once per optimizer and pattern of missing gradients
+# NOTE: shared, so that a new optimizer of the same structure reuses its program; a process's 9th optimizer of another
+# structure (a sweep over model widths) is not a step tracing again: logged, but no RecompileWarning
+_compiled_update.recompile_limited = False
 
 
 def _holds_tensors(value) -> bool:

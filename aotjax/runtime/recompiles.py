@@ -49,9 +49,10 @@ class TraceLog:
         self.warned = False
 
 
-def note_trace(what: str, name: str, log: TraceLog, count: int, reason: str | None) -> None:
+def note_trace(what: str, name: str, log: TraceLog, count: int, reason: str | None, limited: bool = True) -> None:
     """Before trace number `count` of `what(name)` (1 for the first), `reason` saying why it traces again: logged,
-    kept in `log`, and past the limit warned about (once) or raised."""
+    kept in `log`, and past the limit warned about (once) or raised, unless not `limited` (a library's cache of
+    programs, one per structure it is given: a new structure is not the same function tracing again)."""
     if count == 1:
         return
     line = where()
@@ -59,7 +60,7 @@ def note_trace(what: str, name: str, log: TraceLog, count: int, reason: str | No
     log.reasons.append(f"{reason}{line}")
     logger.info("%s(%s) traces again (trace %d)%s: %s", what, name, count, line, reason)
     limit = config.recompile_limit
-    if count <= limit:
+    if count <= limit or not limited:
         return
     reasons = "\n".join(f"  - {r}" for r in log.reasons)
     message = (f"{what}({name}) has traced {count} times, past aotjax.config.recompile_limit = {limit}; each "

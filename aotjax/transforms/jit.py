@@ -240,6 +240,7 @@ class Jitted:
 
     what = "jit"  # the transform's name, for messages
     output_constants: tuple[type, ...] = ()  # what may be returned besides tensors and numbers (`check_outputs`)
+    recompile_limited = True  # False: a library's cache of programs, one per structure (`recompiles.note_trace`)
 
     def __init__(self, fun: Callable, static_argnums: int | Sequence[int], donate: bool, checks: bool | None = None,
                  in_shardings=None, out_shardings=None):
@@ -381,7 +382,8 @@ class Jitted:
 
     def _traced(self, args, kwargs, reason: str | None):
         """`_stage`, recording what the trace read: the entry's guards (`aotjax.runtime.trace_reads`)."""
-        recompiles.note_trace(self.what, fun_name(self.fun), self._trace_log, self.trace_count + 1, reason)
+        recompiles.note_trace(self.what, fun_name(self.fun), self._trace_log, self.trace_count + 1, reason,
+                              self.recompile_limited)
         with trace_reads.recording() as reads:
             entry = self._stage(args, kwargs)
         check_staged_outputs(self.what, self.fun, entry.staged, self.output_constants)
