@@ -162,7 +162,6 @@ def _check_params(ours, theirs):
             np.testing.assert_allclose(x, y, rtol=RTOL, atol=ATOL, err_msg=f"step {step + 1}, parameter {i}")
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name,kwargs,groups", _cases())
 def test_ten_steps_match_torch(name, kwargs, groups):
     theirs_params, theirs_loss = _model(torch)
