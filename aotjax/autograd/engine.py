@@ -12,9 +12,12 @@ computes no forward op twice (what remains of the replay is dead code, removed b
 and can be differentiated again.
 
 Non-leaf tensors that receive gradients (`retain_grad()`, `autograd.grad` of an intermediate, hooks) get a probe:
-a zero added to their node's output, whose gradient is theirs. A hook may change a gradient: the backward is
-linear in its cotangents, so the change is propagated from the hooked node by a second backward of the
-difference (hooks run latest node first, as PyTorch's).
+a zero added to their node's output, whose gradient is theirs. Their hooks run latest node first, as PyTorch's. While
+no hook changes a gradient, the one backward is all there is. Once one does, the backward goes on in segments, as
+PyTorch's engine would: from the roots again with every hooked output not yet handled *cut* (its probe stands for
+the output, so no gradient passes it), then from each hooked output in turn, latest first, with the gradient its
+hooks gave. So a leaf's gradient is exactly what the hooks made it (a hook that zeroes an infinite gradient gives
+zero, not `inf - inf`), not the first gradient plus a propagated difference.
 """
 from __future__ import annotations
 
@@ -87,7 +90,8 @@ class Replay:
     residuals it kept (first in its operands), which runs nothing again; without, as the op itself (what a
     backward with `create_graph` differentiates again)."""
 
-    def __init__(self, order: list[Node], roots: list[Root], probes: list[tuple[Node, int]], saved: bool = False):
+    def __init__(self, order: list[Node], roots: list[Root], probes: list[tuple[Node, int]], saved: bool = False,
+                 cuts: Sequence[tuple[Node, int]] = ()):
         index = {id(n): j for j, n in enumerate(order)}
         steps, key = [], []
         self.leaves = [n for n in order if type(n) is Leaf]
@@ -123,7 +127,10 @@ class Replay:
         self.steps = steps
         self.roots = [(index[id(r.node)], r.index, r.chain) for r in roots]
         self.probes = [(index[id(n)], i) for n, i in probes]
-        self.key = (tuple(key), tuple(self.roots), tuple(self.probes))
+        # NOTE: a cut output (a probed one) is its probe alone: the derivative stops there (every read of it is
+        # pinned to the value recorded, so nothing else changes)
+        self.cuts = frozenset((index[id(n)], i) for n, i in cuts if id(n) in index)
+        self.key = (tuple(key), tuple(self.roots), tuple(self.probes), tuple(sorted(self.cuts)))
 
     def values(self, order: list[Node], read: Callable) -> list:
         """`read(operand)` of each array operand of `order`'s nodes (`Input`, `Written` or an array constant; with
@@ -166,7 +173,7 @@ class Replay:
                     outs = list(res) if prim.multiple_results else [res]
             for i, o in enumerate(outs):
                 p = probe_at.get((j, i))
-                env[(j, i)] = o if p is None else o + p
+                env[(j, i)] = o if p is None else p if (j, i) in self.cuts else o + p
         return [views.apply_chain(_bind, env[(j, i)], chain) for j, i, chain in self.roots]
 
 
@@ -304,10 +311,10 @@ def _linked(op):
 
 
 def run_graph(roots: list[Root], probes: list[tuple[Node, int]], create_graph: bool, what: str,
-              order: list[Node] | None = None) -> tuple[dict, dict]:
+              order: list[Node] | None = None, cuts: Sequence[tuple[Node, int]] = ()) -> tuple[dict, dict]:
     """The cotangents of every leaf of the graph behind `roots` (`order`: its nodes, `topological`, when the caller
     has them) by leaf node id: `(leaf, cotangent)`, and of every probed node output in that graph (by
-    `(node id, output)`)."""
+    `(node id, output)`). No gradient passes the probed outputs `cuts` (none of them a root's)."""
     if order is None:
         order = topological([r.node for r in roots])
     for node in order:
@@ -319,7 +326,7 @@ def run_graph(roots: list[Root], probes: list[tuple[Node, int]], create_graph: b
                 f"the graph a second time or if you need to access saved tensors after calling backward{where()}.")
     in_graph = {id(n) for n in order}
     probes = [p for p in probes if id(p[0]) in in_graph]
-    replay = Replay(order, roots, probes, saved=not create_graph)
+    replay = Replay(order, roots, probes, saved=not create_graph, cuts=cuts)
     leaf_vals = [_leaf_value(leaf, order) for leaf in replay.leaves]
     probe_vals = [_probe_zero(node, i) for node, i in probes]
     cts = [r.ct for r in roots]
@@ -383,7 +390,7 @@ def run_backward(roots: list[Root], targets: list[Tensor] | None, create_graph: 
     watched = _watched(order, targets)
     probes = list({(id(n), i): (n, i) for _, n, i, _ in watched}.values())
     by_leaf, by_probe = run_graph(roots, probes, create_graph, what, order)
-    _run_hooks(watched, probes, by_leaf, by_probe, create_graph, what)
+    _run_hooks(watched, probes, roots, order, by_leaf, by_probe, create_graph, what)
     grads = {}  # id(tensor) -> (tensor, gradient)
     leaf_grads = {}  # id(leaf node) -> gradient: that of a tensor standing for the leaf inside a transform too
     for leaf, ct in by_leaf.values():
@@ -454,38 +461,71 @@ def _watched(order: list[Node], targets) -> list:
     return out
 
 
-def _run_hooks(watched: list, probes: list, by_leaf: dict, by_probe: dict, create_graph: bool, what: str) -> None:
-    """Run the hooks of the watched non-leaf tensors, latest node first: a hook that changes its tensor's gradient
-    has the difference propagated from that tensor by one more backward (the backward is linear in its
-    cotangents), which adds to the gradients of the leaves and of the earlier watched tensors."""
-    hooked = [w for w in watched if w[0]._ag is not graph.NONLEAF and w[0]._ag.hooks]
-    if not hooked:
+def _run_hooks(watched: list, probes: list, roots: list[Root], order: list[Node], by_leaf: dict, by_probe: dict,
+               create_graph: bool, what: str) -> None:
+    """Run the hooks of the watched non-leaf tensors, latest node first, on the gradients of the backward of the
+    `roots` (`by_leaf`, `by_probe`: updated). The first hook that changes a gradient turns the rest of the backward
+    into segments (see the module's docstring): the roots' backward again, cut at every hooked output not handled
+    yet, then one backward from each hooked output, with the gradient its hooks gave, cut at the earlier ones."""
+    groups: dict = {}  # (node id, output) -> (node, output, [(tensor, chain)]): the hooked tensors of one output
+    for t, node, i, chain in watched:
+        if t._ag is not graph.NONLEAF and t._ag.hooks:
+            groups.setdefault((id(node), i), (node, i, []))[2].append((t, chain))
+    if not groups:
         return
-    order = {id(n): j for j, n in enumerate(topological([w[1] for w in watched]))}
-    for t, node, i, chain in sorted(hooked, key=lambda w: -order[id(w[1])]):
-        g = _through_chain(by_probe.get((id(node), i)), chain)
+    rank = {id(n): j for j, n in enumerate(topological([g[0] for g in groups.values()]))}
+    pending = sorted(groups.values(), key=lambda g: (-rank[id(g[0])], -g[1]))
+    segmented = False
+    for k, (node, i, hooked) in enumerate(pending):
+        key = (id(node), i)
+        g = by_probe.get(key)
         if g is None:
             continue
-        new = g
+        new = _hooked(g, hooked)
+        if not segmented:
+            if new is g:
+                continue
+            segmented = True
+            leaf_cts, probe_cts = run_graph(roots, probes, create_graph, what, order,
+                                            cuts=[(n, j) for n, j, _ in pending[k:]])
+            by_leaf.clear()
+            by_leaf.update(leaf_cts)
+            by_probe.clear()
+            by_probe.update(probe_cts)
+        by_probe[key] = new
+        others = [p for p in probes if not (p[0] is node and p[1] == i)]
+        more_leaf, more_probe = run_graph([Root(node, i, (), new)], others, create_graph, what,
+                                          cuts=[(n, j) for n, j, _ in pending[k + 1:]])
+        for lk, (leaf, ct) in more_leaf.items():
+            by_leaf[lk] = (leaf, ct if lk not in by_leaf else by_leaf[lk][1] + ct)
+        for pk, ct in more_probe.items():
+            by_probe[pk] = ct if pk not in by_probe else by_probe[pk] + ct
+
+
+def _hooked(g, hooked: list):
+    """The gradient `g` of a node output as the hooks of its watched tensors `(tensor, chain)` give it, in turn (a
+    view's hooks see and replace its part of it): `g` itself when none changes it."""
+    for t, chain in hooked:
+        part = _through_chain(g, chain)
+        new = part
         for hook in t._ag.hooks:
             r = hook(new)
             if r is not None:
+                name = getattr(hook, "__name__", type(hook).__name__)
+                if not isinstance(r, Tensor):
+                    raise TypeError(f"expected Tensor, but hook '{name}' returned '{type(r).__name__}'{where()}")
+                if tuple(r.shape) != tuple(part.shape):
+                    raise RuntimeError(f"hook '{name}' has changed the size of value (expected shape "
+                                       f"{tuple(part.shape)}, got {tuple(r.shape)}){where()}")
                 new = r
-        if new is g:
+        if new is part:
             continue
-        delta = new - g
-        if chain:  # NOTE: the difference is with respect to the view: written into a zero base
-            from aotjax.ops.creation.factories import zeros
-            base = zeros(node.outputs[i].shape, dtype=node.outputs[i].dtype)
-            views.apply_chain(_bind, base, chain).copy_(delta)
-            delta = base
-        others = [p for p in probes if not (p[0] is node and p[1] == i)]
-        more_leaf, more_probe = run_graph([Root(node, i, (), delta)], others, create_graph, what)
-        for k, (leaf, ct) in more_leaf.items():
-            by_leaf[k] = (leaf, ct if k not in by_leaf else by_leaf[k][1] + ct)
-        for k, ct in more_probe.items():
-            by_probe[k] = ct if k not in by_probe else by_probe[k] + ct
-        by_probe[(id(node), i)] = by_probe[(id(node), i)] + delta
+        if chain:  # NOTE: the view's part of a copy of the output's gradient replaced
+            g = g.clone()
+            views.apply_chain(_bind, g, chain).copy_(new)
+        else:
+            g = new
+    return g
 
 
 def _accumulate(t: Tensor, ct, create_graph: bool) -> None:
