@@ -9,7 +9,12 @@ A checkpoint is a directory (torch writes one file) of two parts:
   strings) and each tensor's name, shape and dtype: plain data, checked on loading. Nothing in a checkpoint is
   executed: no pickle, no eval.
 
-orbax-checkpoint is imported on the first save or load (`pip install "aotjax[checkpoint]"`), never by `import aotjax`.
+Saved to a file object (`io.BytesIO`, an open file), as torch users also do, a checkpoint is one zip archive of the
+same description and each tensor's bytes (`arrays/<i>`), read back with the dtype and shape the description gives:
+still nothing executed. A path to such an archive loads too.
+
+orbax-checkpoint is imported on the first save or load to a directory (`pip install "aotjax[checkpoint]"`), never
+by `import aotjax`.
 """
 from __future__ import annotations
 
@@ -142,7 +147,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     overwrites; a directory that is not an aotjax checkpoint is left alone (a ValueError). A tensor that appears
     twice is stored once and loads as one tensor in both places; distinct views of one storage are stored apart.
     `pickle_module` and `pickle_protocol` (and torch's private flags) are accepted for torch's signature and change
-    nothing. Every process of a multi-process run calls `save` with the same `obj` and path.
+    nothing. Every process of a multi-process run calls `save` with the same `obj` and path. `f` may also be a file
+    object opened for writing (`io.BytesIO()`, `open(name, "wb")`): the checkpoint is then one zip archive of the
+    description and the tensors' bytes (each tensor gathered to this process; one sharded across processes raises).
 
     >>> import tempfile, os
     >>> folder = tempfile.TemporaryDirectory()
@@ -154,11 +161,12 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     {'weight': tensor([1., 1.], dtype=bfloat16), 'epoch': 3}
     >>> folder.cleanup()
     """
+    if _is_file_object(f, "write"):
+        _save_archive(obj, f)
+        return
     path = _path(f, "save")
     w = _Writer()
-    tree = _encode(obj, (), w)
-    description = {"format": FORMAT, "version": VERSION, "arrays": w.entries, "tree": tree}
-    text = json.dumps(description, indent=1)  # NOTE: before any file is touched: a value JSON refuses fails here
+    text = _describe(obj, w)
     _check_replaceable(path)
     staging = path + ".aotjax-saving"  # NOTE: the same name in every process; the old checkpoint stays until the end
     if _primary():
@@ -181,11 +189,39 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     _sync("aotjax.save:done")
 
 
+def _describe(obj, w: _Writer) -> str:
+    """The JSON description of `obj` (its tensors collected in `w`)."""
+    tree = _encode(obj, (), w)
+    description = {"format": FORMAT, "version": VERSION, "arrays": w.entries, "tree": tree}
+    return json.dumps(description, indent=1)  # NOTE: before any file is touched: a value JSON refuses fails here
+
+
+def _is_file_object(f, method: str) -> bool:
+    return not isinstance(f, (str, bytes, os.PathLike)) and callable(getattr(f, method, None))
+
+
 def _path(f, op: str) -> str:
     if not isinstance(f, (str, os.PathLike)):
-        raise TypeError(f"{op}: f must be a path (str or os.PathLike), got {type(f).__name__}{where()}; an aotjax "
-                        f"checkpoint is a directory, not a file object")
+        raise TypeError(f"{op}: f must be a path (str or os.PathLike) or a file object, got {type(f).__name__}"
+                        f"{where()}")
     return os.path.abspath(os.fspath(f))
+
+
+def _save_archive(obj, f) -> None:
+    """`save` to a file object: one zip archive of the description and each tensor's bytes."""
+    w = _Writer()
+    text = _describe(obj, w)
+    blobs = {}
+    for key, array in w.arrays.items():
+        if not array.is_fully_addressable:
+            raise ValueError(f"save: tensor {w.entries[int(key)]['name']!r} is sharded across processes{where()}; a "
+                             f"file object holds what one process has: save to a path (a directory each process "
+                             f"writes its shards to)")
+        blobs[key] = np.ascontiguousarray(np.asarray(array)).tobytes()
+    with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
+        z.writestr(DESCRIPTION, text)
+        for key, blob in blobs.items():
+            z.writestr(f"{ARRAYS}/{key}", blob)
 
 
 def _check_replaceable(path: str) -> None:
@@ -243,16 +279,68 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     True
     >>> folder.cleanup()
     """
+    if _is_file_object(f, "read"):
+        return _load_archive(f, getattr(f, "name", None) or f"the {type(f).__name__}", map_location)
     path = _path(f, "load")
+    if os.path.isfile(path) and zipfile.is_zipfile(path) and _is_archive(path):
+        return _load_archive(path, path, map_location)
     description = _read_description(path)
-    entries = _check_entries(description, path)
-    try:
-        _decode(description["tree"], range(len(entries)), path, "tree")  # NOTE: checks it before reading arrays
-    except RecursionError:
-        raise _damaged(path, f"the structure in {DESCRIPTION} is nested too deeply to rebuild") from None
+    entries = _checked(description, path)
     arrays = _restore(path, entries, _placement(map_location))
     tensors = [_tensor(a, e) for a, e in zip(arrays, entries)]
     return _decode(description["tree"], tensors, path, "tree")
+
+
+def _checked(description: dict, path: str) -> list:
+    """The description's checked tensor entries; its tree is checked too, before any array is read."""
+    entries = _check_entries(description, path)
+    try:
+        _decode(description["tree"], range(len(entries)), path, "tree")
+    except RecursionError:
+        raise _damaged(path, f"the structure in {DESCRIPTION} is nested too deeply to rebuild") from None
+    return entries
+
+
+def _is_archive(path: str) -> bool:
+    try:
+        with zipfile.ZipFile(path) as z:
+            return DESCRIPTION in z.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+def _load_archive(source, name: str, map_location):
+    """`load` of what `save` wrote to a file object (`source`: a file object or a path; `name`: it in errors)."""
+    try:
+        z = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, EOFError, OSError) as e:
+        raise ValueError(f"load: {name!r} is not an aotjax checkpoint ({e}){where()}; aotjax.save to a file object "
+                         f"writes a zip archive, to a path a directory") from None
+    with z:
+        members = {info.filename: info for info in z.infolist()}
+        if DESCRIPTION not in members:
+            if any(n.endswith("data.pkl") for n in members):
+                raise ValueError(_torch_file(name))
+            raise ValueError(f"load: {name!r} is a zip archive without {DESCRIPTION}, not an aotjax checkpoint"
+                             f"{where()}")
+        description = _parse_description(z.read(DESCRIPTION).decode("utf-8", "replace"), name)
+        entries = _checked(description, name)
+        placement = _placement(map_location)
+        arrays = []
+        for i, e in enumerate(entries):
+            dtype = canonicalize_dtype(e["dtype"])
+            sharding = placement(e["name"], e["shape"], dtype, None)
+            _check_fits(sharding, e, name)
+            size = math.prod(e["shape"]) * e["dtype"].itemsize
+            info = members.get(f"{ARRAYS}/{i}")
+            if size and (info is None or info.file_size != size):
+                found = "no data" if info is None else f"{info.file_size} bytes"
+                raise _damaged(name, f"array {i} ({e['name']!r}) is described as {e['dtype']}{list(e['shape'])} "
+                                     f"({size} bytes) but the archive has {found} for it")
+            data = np.frombuffer(z.read(info), e["dtype"]) if size else np.zeros(0, e["dtype"])
+            arrays.append(jax.device_put(data.reshape(e["shape"]).astype(dtype, copy=False), sharding))
+    tensors = [_tensor(a, e) for a, e in zip(arrays, entries)]
+    return _decode(description["tree"], tensors, name, "tree")
 
 
 def _read_description(path: str) -> dict:
@@ -266,6 +354,10 @@ def _read_description(path: str) -> dict:
     except FileNotFoundError:
         raise ValueError(f"load: {path!r} is not an aotjax checkpoint: the directory has no {DESCRIPTION}{where()} "
                          f"(aotjax.save writes it last: an interrupted save, or another kind of directory)") from None
+    return _parse_description(text, path)
+
+
+def _parse_description(text: str, path: str) -> dict:
     try:
         description = json.loads(text)
     except (ValueError, RecursionError) as e:
@@ -288,13 +380,17 @@ def _not_a_directory(path: str) -> str:
     else:
         torch_file = head[:1] == b"\x80"  # NOTE: a pickle's PROTO opcode: torch's legacy format, or plain pickle
     if torch_file:
-        return (f"load: {path!r} is a PyTorch file written by torch.save (pickled Python objects){where()}; aotjax "
-                f"does not unpickle, because unpickling runs code from the file. Convert it once with PyTorch: "
-                f"`sd = torch.load(path, weights_only=True)`, then `aotjax.save({{k: aotjax.tensor(v.numpy()) for k, "
-                f"v in sd.items()}}, new_path)` (bfloat16 tensors through `aotjax.tensor(v.float().numpy())"
-                f".to(aotjax.bfloat16)`)")
+        return _torch_file(path)
     return (f"load: {path!r} is a file, not an aotjax checkpoint{where()}; aotjax.save writes a directory (with "
-            f"{DESCRIPTION} and arrays/)")
+            f"{DESCRIPTION} and arrays/) to a path, a zip archive to a file object")
+
+
+def _torch_file(path: str) -> str:
+    return (f"load: {path!r} is a PyTorch file written by torch.save (pickled Python objects){where()}; aotjax "
+            f"does not unpickle, because unpickling runs code from the file. Convert it once with PyTorch: "
+            f"`sd = torch.load(path, weights_only=True)`, then `aotjax.save({{k: aotjax.tensor(v.numpy()) for k, "
+            f"v in sd.items()}}, new_path)` (bfloat16 tensors through `aotjax.tensor(v.float().numpy())"
+            f".to(aotjax.bfloat16)`)")
 
 
 def _damaged(path: str, what: str) -> ValueError:

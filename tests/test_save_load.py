@@ -4,6 +4,7 @@ an intact aotjax checkpoint is refused with a clear error."""
 from __future__ import annotations
 
 import collections
+import io
 import json
 import os
 import sys
@@ -45,14 +46,29 @@ def _bundle(lib, tensor):
     }
 
 
-def test_round_trip_matches_torch(tmp_path):
+def _to_buffer(lib, obj, tmp_path):
+    buffer = io.BytesIO()
+    lib.save(obj, buffer)
+    buffer.seek(0)
+    return buffer
+
+
+def _to_file(lib, obj, tmp_path):
+    with open(tmp_path / f"{lib.__name__}.bin", "wb") as out:  # NOTE: an open file; loaded back by its path
+        lib.save(obj, out)
+    return tmp_path / f"{lib.__name__}.bin"
+
+
+@pytest.mark.parametrize("target", [lambda lib, obj, tmp_path: lib.save(obj, tmp_path / "ckpt") or tmp_path / "ckpt",
+                                    _to_buffer, _to_file], ids=["directory", "bytesio", "open-file"])
+def test_round_trip_matches_torch(tmp_path, target):
     """One save and load against torch.save/torch.load of the same object: same containers, key types, scalars,
-    tensor dtypes/shapes/values; a tensor saved twice loads as one object; Parameters and requires_grad survive."""
+    tensor dtypes/shapes/values; a tensor saved twice loads as one object; Parameters and requires_grad survive.
+    To a path (a directory), to a BytesIO, to an open file loaded back by its path."""
     obj = _bundle(aotjax, aotjax.tensor)
     obj["tied"] = (obj["model"]["weight"], obj["model"]["weight"])
     obj["param"] = nn.Parameter(aotjax.ones(2))
-    aotjax.save(obj, tmp_path / "ckpt")
-    got = aotjax.load(tmp_path / "ckpt")
+    got = aotjax.load(target(aotjax, obj, tmp_path))
 
     ref = _bundle(torch, torch.tensor)
     ref["tied"] = (ref["model"]["weight"], ref["model"]["weight"])
@@ -136,10 +152,8 @@ def test_save_refuses_what_it_cannot_write(tmp_path):
     cycle.append(cycle)
     with pytest.raises(TypeError, match=r"obj\[0\] contains itself"):
         aotjax.save(cycle, path)
-    with pytest.raises(TypeError, match=r"f must be a path.*got BytesIO"):
-        import io
-
-        aotjax.save(aotjax.ones(1), io.BytesIO())
+    with pytest.raises(TypeError, match=r"f must be a path \(str or os.PathLike\) or a file object, got int"):
+        aotjax.save(aotjax.ones(1), 3)
     with pytest.raises(TypeError, match=r"obj is a traced tensor"):
         aotjax.jit(lambda t: aotjax.save(t, path))(aotjax.ones(1))
     assert not path.exists()
@@ -198,6 +212,58 @@ def test_load_refuses_what_is_not_a_checkpoint(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(ValueError, match=r"notes.txt' is a file, not an aotjax checkpoint"):
         aotjax.load(tmp_path / "notes.txt")
+
+
+def _archive(edit) -> io.BytesIO:
+    """A checkpoint saved to a file object, its zip members `{name: bytes}` changed by `edit`."""
+    import zipfile
+
+    saved = io.BytesIO()
+    aotjax.save({"w": aotjax.ones(2, 2), "b": aotjax.zeros(2)}, saved)
+    with zipfile.ZipFile(io.BytesIO(saved.getvalue())) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    edit(members)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    out.seek(0)
+    return out
+
+
+def _set_description(members, edit):
+    d = json.loads(members["aotjax.json"])
+    edit(d)
+    members["aotjax.json"] = json.dumps(d).encode()
+
+
+@pytest.mark.x32_only
+@pytest.mark.parametrize("make, message", [
+    (lambda: io.BytesIO(b"not a zip"), r"'the BytesIO' is not an aotjax checkpoint \(File is not a zip file\)"),
+    (lambda: io.BytesIO(_archive(lambda m: None).getvalue()[:-30]), r"is not an aotjax checkpoint"),
+    (lambda: _archive(lambda m: m.pop("aotjax.json")), r"a zip archive without aotjax.json"),
+    (lambda: _archive(lambda m: m.update({"arrays/0": m["arrays/0"][:-4]})),
+     r"array 0 \('w'\) is described as float32\[2, 2\] \(16 bytes\) but the archive has 12 bytes"),
+    (lambda: _archive(lambda m: m.pop("arrays/1")), r"array 1 \('b'\) .* but the archive has no data"),
+    (lambda: _archive(lambda m: _set_description(m, lambda d: d["arrays"][0].update(shape=[4, 4]))),
+     r"float32\[4, 4\] \(64 bytes\) but the archive has 16 bytes"),
+    (lambda: _archive(lambda m: _set_description(m, lambda d: d["tree"]["dict"][1].__setitem__(1, {"eval": "1"}))),
+     r"\['b'\] is \{\"eval\""),
+    (lambda: _archive(lambda m: _set_description(m, lambda d: d["arrays"][0].update(dtype="object"))),
+     r"unknown dtype 'object'"),
+], ids=["not-zip", "truncated", "no-description", "short-array", "missing-array", "shape", "unknown-node", "dtype"])
+def test_load_refuses_a_damaged_archive(make, message):
+    with pytest.raises(ValueError, match=f"load: .*{message}"):
+        aotjax.load(make())
+
+
+@pytest.mark.x32_only
+def test_load_of_a_torch_file_object_says_how_to_convert():
+    saved = io.BytesIO()
+    torch.save({"w": torch.ones(2)}, saved)
+    saved.seek(0)
+    with pytest.raises(ValueError, match=r"is a PyTorch file .* does not unpickle"):
+        aotjax.load(saved)
 
 
 @pytest.mark.x32_only
