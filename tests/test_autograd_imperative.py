@@ -197,6 +197,24 @@ def multiple_outputs_and_integer(T):
     return [x.grad, idx.requires_grad]
 
 
+def deepcopies(T):
+    import copy
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    (x * 3).sum().backward()
+    y = copy.deepcopy(x)  # NOTE: a leaf that requires grad, with a copy of its .grad
+    (y * 2).sum().backward()
+    base = T.arange(6.0)
+    b2, v2 = copy.deepcopy((base, base[1:3]))  # NOTE: views of one storage stay views of one new storage
+    v2.add_(10)
+    model = T.nn.Linear(2, 2)
+    best = copy.deepcopy(model.state_dict())
+    with T.no_grad():
+        model.weight.add_(1)
+    model.load_state_dict(best)
+    return [y.grad, x.grad, y.requires_grad, y.is_leaf, b2, base, (model.weight - best["weight"]).abs().sum(),
+            raises(lambda: copy.deepcopy(x * 2), T)]
+
+
 def mlp_training(T, opt_name):
     T.manual_seed(0)
     model = T.nn.Sequential(T.nn.Linear(4, 8), T.nn.Tanh(), T.nn.Linear(8, 3))
@@ -223,7 +241,7 @@ def mlp_training(T, opt_name):
 PROGRAMS = [views_and_inplace, transpose_view_write, no_grad_sgd, detach_write, data_write, no_grad_write_keeps_graph,
             write_recording_into_plain, hooks_and_retain_grad, double_backward, accumulation, retain_graph,
             leaf_inplace_refused, autograd_grad_of_intermediate, unused_input, nonscalar, backward_inputs,
-            requires_grad_flags, detach_inplace, multiple_outputs_and_integer]
+            requires_grad_flags, detach_inplace, multiple_outputs_and_integer, deepcopies]
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)

@@ -70,6 +70,31 @@ def _is_leaf(self) -> bool:
     return self._ag is None or graph.leaf_of(self) is not None
 
 
+def _deepcopy(self, memo: dict) -> Tensor:
+    """`copy.deepcopy` of a tensor, as torch's: its data copied, tensors of one storage copied together into one new
+    storage (views stay views), `requires_grad` and a copy of `.grad` kept; a non-leaf that requires grad raises."""
+    if id(self) in memo:
+        return memo[id(self)]
+    _eager(self, "copy.deepcopy")
+    if not _is_leaf(self):
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
+                           f"at the moment{where()}; deepcopy `t.detach()`, or the leaves it was computed from.")
+    storage = memo.get(id(self._storage))
+    if storage is None:
+        import jax.numpy as jnp  # NOTE: a copy: the new storage owns (and may donate) its buffer
+
+        storage = memo[id(self._storage)] = Storage(jnp.copy(self._storage.base))
+        memo.setdefault(id(memo), []).append(self._storage)  # NOTE: copy's keep-alive: the id stays unique
+    t = object.__new__(Tensor)
+    t._init_slots(self._aval, self._strides, self._offset, storage=storage, chain=self._chain)
+    memo[id(self)] = t
+    if self._ag is not None:
+        graph.mark_leaf(t)
+        if graph.grad_of(self) is not None:
+            t.grad = _deepcopy(graph.grad_of(self), memo)
+    return t
+
+
 # -- grad ------------------------------------------------------------------------------------------------------------
 def _get_grad(self):
     staging, target = _staged_grad(self)
@@ -439,6 +464,7 @@ Tensor.detach_ = detach_
 Tensor.data = property(_get_data, _set_data, doc="A detached alias of this tensor; assigning replaces its value.")
 Tensor._version = property(_version)
 Tensor.backward = _tensor_backward
+Tensor.__deepcopy__ = _deepcopy
 
 
 def _repr_suffix(t: Tensor) -> str:

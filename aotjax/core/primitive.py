@@ -169,6 +169,12 @@ class Primitive:
         """Apply this primitive under the interpreter stack (`aotjax.core.interpreter.bind`)."""
         raise NotImplementedError  # NOTE: replaced by interpreter.bind itself when that module loads
 
+    def __copy__(self) -> "Primitive":
+        return self  # NOTE: a primitive is its identity (rule tables are keyed by it): copying a tensor's view chain
+
+    def __deepcopy__(self, memo) -> "Primitive":  # (`copy.deepcopy` of a state dict) keeps the primitives
+        return self
+
     def __repr__(self) -> str:
         return self.name
 
