@@ -38,7 +38,20 @@ def _ops(T):
         "mse_loss": lambda: F.mse_loss(low, x),
         "add_mixed": lambda: low + x,
         "relu": lambda: F.relu(low),
+        "mha_padded_out": lambda: _padded_attention(T)[0],
+        "mha_padded_weights": lambda: _padded_attention(T)[1],
     }
+
+
+def _padded_attention(T):
+    """MultiheadAttention with a key padding mask (its weights come from one autocast `baddbmm` in torch)."""
+    mha = T.nn.MultiheadAttention(4, 2, batch_first=True)
+    rng = np.random.default_rng(4)
+    with T.no_grad():
+        for p in mha.parameters():
+            p.copy_(T.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32) * 0.5))
+    x = T.tensor(_X)[None]
+    return mha(x, x, x, key_padding_mask=T.tensor([[False, False, True]]))
 
 
 def test_each_op_computes_in_torchs_dtype_under_autocast():

@@ -223,7 +223,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
     key_for_dropout = draw_key(_OP, generator, dropout_key) if dropout_p > 0.0 else None
     if need_weights:
         scores = (q * math.sqrt(1.0 / head_dim)) @ k.transpose(-2, -1)
-        weights = softmax(scores if attn_mask is None else attn_mask + scores, -1)
+        # NOTE: the mask in the scores' dtype: torch adds it in one autocast `baddbmm` (bfloat16 weights under a
+        # bfloat16 autocast region, the mask cast too)
+        weights = softmax(scores if attn_mask is None else attn_mask.to(scores.dtype) + scores, -1)
         if dropout_p > 0.0:
             weights = dropout(weights, dropout_p, key=key_for_dropout)
         out = (weights @ v).transpose(0, 1).reshape(L * N, E)
