@@ -215,6 +215,25 @@ def deepcopies(T):
             raises(lambda: copy.deepcopy(x * 2), T)]
 
 
+def frozen_parameters_keep_their_grad(T):
+    # NOTE: a GAN's pattern: the discriminator frozen (requires_grad = False) while the generator's backward runs
+    w = T.nn.Parameter(T.tensor([1.0, -2.0]))
+    (w * 2).sum().backward()
+    w.requires_grad = False
+    kept = w.grad.clone()
+    T.optim.SGD([w], lr=0.1).step()  # NOTE: a parameter with a .grad is stepped, whether it requires grad or not
+    stepped = w.detach().clone()
+    w.requires_grad = True
+    (w * 3).sum().backward()  # NOTE: accumulates into the kept .grad
+    accumulated = w.grad.clone()
+    w.requires_grad_(False)
+    opt = T.optim.SGD([w], lr=0.1)
+    opt.zero_grad()
+    plain = T.ones(2)
+    plain.grad = T.full((2,), 5.0)  # NOTE: any tensor may hold an assigned .grad
+    return [kept, stepped, accumulated, w.grad, plain.grad, plain.requires_grad]
+
+
 def mlp_training(T, opt_name):
     T.manual_seed(0)
     model = T.nn.Sequential(T.nn.Linear(4, 8), T.nn.Tanh(), T.nn.Linear(8, 3))
@@ -241,7 +260,8 @@ def mlp_training(T, opt_name):
 PROGRAMS = [views_and_inplace, transpose_view_write, no_grad_sgd, detach_write, data_write, no_grad_write_keeps_graph,
             write_recording_into_plain, hooks_and_retain_grad, double_backward, accumulation, retain_graph,
             leaf_inplace_refused, autograd_grad_of_intermediate, unused_input, nonscalar, backward_inputs,
-            requires_grad_flags, detach_inplace, multiple_outputs_and_integer, deepcopies]
+            requires_grad_flags, detach_inplace, multiple_outputs_and_integer, deepcopies,
+            frozen_parameters_keep_their_grad]
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
@@ -365,6 +385,26 @@ def test_a_hook_that_returns_no_gradient_of_the_right_shape_raises_as_torch(resu
     with pytest.raises((RuntimeError, TypeError), match=error):
         y.sum().backward()
     assert x.grad is None
+
+
+def test_a_compiled_step_refuses_to_reset_a_frozen_parameters_kept_grad():
+    from aotjax.core.errors import UnsupportedError
+    model = aotjax.nn.Linear(2, 1)
+    model(aotjax.ones(2)).sum().backward()
+    model.bias.requires_grad = False  # NOTE: keeps its .grad, eager state the compiled step would have to write
+    opt = aotjax.optim.SGD(model.parameters(), lr=0.1)
+
+    @aotjax.jit
+    def step(x):
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+
+    with pytest.raises(UnsupportedError, match=r"kept from when it did.*set it \(p.grad = None\) before"):
+        step(aotjax.ones(2))
+    model.bias.grad = None
+    step(aotjax.ones(2))
+    assert model.bias.grad is None and model.weight.grad.tolist() == [[1.0, 1.0]]
 
 
 def test_grad_fn_names_and_next_functions():

@@ -73,7 +73,7 @@ class GradScaler:
         found = full((), 0.0)
         with grad_mode(False):
             for p in _params(optimizer):
-                g = p.grad if p._ag is not None else None
+                g = p.grad
                 if g is None:
                     continue
                 found = found + logical_not(isfinite(g)).any().float()

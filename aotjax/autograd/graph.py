@@ -211,7 +211,10 @@ def mark_leaf(t: Tensor) -> None:
     if not differentiable_dtype(t.dtype):
         raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients (got "
                            f"{t.dtype.name}){where()}")
-    meta = AutogradMeta() if t._ag is None or t._ag is NONLEAF else t._ag
+    if t._ag is None:
+        meta = (take_kept_meta(t) if _kept else None) or AutogradMeta()  # NOTE: its `.grad` from before
+    else:
+        meta = AutogradMeta() if t._ag is NONLEAF else t._ag
     leaf = meta.leaf = Leaf(t)
     storage = t._storage
     storage.grad_node, storage.grad_index = leaf, 0
@@ -261,7 +264,36 @@ def link_lifted(inner: Tensor, outer) -> None:
 def grad_of(t: Tensor):
     """`t.grad` as it is stored (no warning, no staging)."""
     ag = t._ag
-    return None if ag is None or ag is NONLEAF else ag.grad
+    if ag is None:
+        ag = kept_meta(t) if _kept else None
+        return None if ag is None else ag.grad
+    return None if ag is NONLEAF else ag.grad
+
+
+# The autograd state of tensors that do not require grad but hold a `.grad`, as torch's: a leaf whose requires_grad
+# was turned off (a frozen discriminator) keeps its `.grad` and hooks, an optimizer still steps it, and turning
+# requires_grad on again accumulates into it; a `.grad` may be assigned to any tensor. By id, while the tensor lives.
+_kept: dict = {}  # id(tensor) -> (weak reference to it, its AutogradMeta)
+
+
+def kept_meta(t: Tensor) -> AutogradMeta | None:
+    """The autograd state `t` kept when it stopped requiring grad (or got a `.grad` without requiring grad)."""
+    entry = _kept.get(id(t))
+    return entry[1] if entry is not None and entry[0]() is t else None
+
+
+def keep_meta(t: Tensor, meta: AutogradMeta) -> None:
+    key = id(t)
+    meta.leaf = None
+    _kept[key] = (weakref.ref(t, lambda _, key=key: _kept.pop(key, None)), meta)
+
+
+def take_kept_meta(t: Tensor) -> AutogradMeta | None:
+    """`kept_meta(t)`, no longer kept (`t` requires grad again: its own `_ag`)."""
+    meta = kept_meta(t)
+    if meta is not None:
+        del _kept[id(t)]
+    return meta
 
 
 def leaf_of(t: Tensor) -> Leaf | None:

@@ -17,6 +17,7 @@ from aotjax import tensor as tensor_module
 from aotjax.autograd import grad_state, graph
 from aotjax.autograd.engine import Root, run_backward
 from aotjax.autograd.graph import Leaf, Node
+from aotjax.core.errors import UnsupportedError
 from aotjax.core.interpreter import Tracer
 from aotjax.core.source_info import where
 from aotjax.interpreters.batching import vmap_running
@@ -52,6 +53,9 @@ def _set_requires_grad(self, value: bool) -> None:
         raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a computed "
                            "variable in a subgraph that doesn't require differentiation use var_no_grad = "
                            f"var.detach(){where()}.")
+    meta = self._ag
+    if meta is not graph.NONLEAF and (meta.grad is not None or meta.hooks or meta.post_accumulate_hooks):
+        graph.keep_meta(self, meta)  # NOTE: as torch's, a leaf that stops requiring grad keeps its `.grad`
     self._storage.grad_node = None
     graph.stop_recording(self)
 
@@ -101,10 +105,12 @@ def _get_grad(self):
     if staging is not None:
         return staging.read(target, graph.grad_of(target))
     ag = self._ag
-    if ag is None or ag is graph.NONLEAF:
-        if ag is not None and not _is_leaf(self):
+    if ag is None:
+        return graph.grad_of(self)  # NOTE: one kept from when it required grad, or assigned
+    if ag is graph.NONLEAF:
+        if not _is_leaf(self):
             _warn_non_leaf_grad()
-        return None if ag is None or ag is graph.NONLEAF else ag.grad
+        return None
     if ag.leaf is None and not ag.retains_grad and graph.leaf_of(self) is None:
         _warn_non_leaf_grad()
     return ag.grad
@@ -128,10 +134,22 @@ def _set_grad(self, value) -> None:
             raise RuntimeError(f"assigned grad has data of a different type: {value.dtype.name} for a tensor of "
                                f"type {self.dtype.name}{where()}")
     if self._ag is None:
-        if value is None:
-            return
-        raise RuntimeError(f"grad: this tensor does not require grad, so it holds no .grad{where()}; call "
-                           f"requires_grad_() on it first")
+        if isinstance(self, Tracer):
+            if value is None:
+                return
+            raise RuntimeError(f"grad: a traced tensor that does not require grad holds no .grad{where()}")
+        meta = graph.kept_meta(self)
+        if grad_state.active() is not None and (meta is not None or value is not None):
+            raise UnsupportedError(
+                f"grad: this tensor does not require grad, and its .grad (kept from when it did, or assigned) is "
+                f"eager state a compiled step cannot write{where()}; set it (p.grad = None) before calling the "
+                f"compiled step, or keep requires_grad on")
+        if meta is None and value is not None:
+            meta = graph.AutogradMeta()
+            graph.keep_meta(self, meta)
+        if meta is not None:
+            meta.grad = value  # NOTE: torch lets any tensor hold a `.grad`
+        return
     staging, target = _staged_grad(self)
     if staging is not None:
         staging.assign(target, value)

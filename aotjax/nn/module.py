@@ -314,8 +314,8 @@ def reset_grads(params, set_to_none: bool) -> None:
     """Set the `.grad` of each of `params` to None, or fill it with zeros in place (`zero_grad`)."""
     with grad_mode(False):
         for p in params:
-            if not p.requires_grad or graph.leaf_of(p) is None:
-                continue
+            if graph.leaf_of(p) is None and (p._ag is not None or graph.grad_of(p) is None):
+                continue  # NOTE: a parameter that stopped requiring grad still has its kept `.grad` reset
             if set_to_none:
                 p.grad = None  # NOTE: not read first: a staged step's `.grad` at entry is then no guard of it
                 continue

@@ -395,7 +395,7 @@ class Optimizer:
 
     def _own_grads(self) -> list:
         """The parameters' `.grad` (None for one without)."""
-        return [p.grad if p._ag is not None else None for p in self.state.params]
+        return [p.grad for p in self.state.params]  # NOTE: a frozen parameter's kept `.grad` too, as torch's
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the parameters' `.grad`: to None (default), or to zeros in place.
