@@ -13,6 +13,7 @@ from jax.sharding import PartitionSpec as P
 
 import aotjax
 from aotjax import optim
+from aotjax.core.errors import ShapeError
 
 X = np.arange(6, dtype=np.float32).reshape(2, 3)
 
@@ -229,3 +230,18 @@ def test_checkpoint_refuses_an_output_that_is_no_tensor_naming_function_position
             run(aotjax.ones(2))
     y, n = aotjax.checkpoint(lambda x: (x.sin(), 3))(aotjax.zeros(1))  # numbers pass, as jit's
     assert n == 3 and y.tolist() == [0.0]
+
+
+@pytest.mark.parametrize("program", [
+    lambda T: T.ones(2, 3, 4).permute(0, 2, 1).view(-1),
+    lambda T: T.ones(2, 3) @ T.ones(2, 3),
+    lambda T: T.ones(3) + T.ones(4),
+    lambda T: T.ones(6).reshape(4, 2),
+], ids=["view", "matmul", "broadcast", "reshape"])
+def test_shape_errors_are_runtime_errors_as_torchs(program):
+    # NOTE: scripts catch torch's shape errors as RuntimeError; aotjax's ShapeError is one (and a ValueError)
+    with pytest.raises(RuntimeError):
+        program(torch)
+    with pytest.raises(RuntimeError) as ours:
+        program(aotjax)
+    assert isinstance(ours.value, ShapeError)

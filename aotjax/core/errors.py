@@ -6,8 +6,9 @@ class AotjaxError(Exception):
     """Base class of aotjax's own errors."""
 
 
-class ShapeError(AotjaxError, ValueError):
-    """An op got operands whose shapes do not fit together."""
+class ShapeError(AotjaxError, ValueError, RuntimeError):
+    """An op got operands whose shapes do not fit together. Also a RuntimeError: torch raises one for a shape
+    mismatch in an op (`view`, `matmul`, broadcasting), and scripts catch it so."""
 
 
 class DTypeError(AotjaxError, TypeError):
