@@ -13,7 +13,7 @@ from jax.sharding import PartitionSpec as P
 
 import aotjax
 from aotjax import optim
-from aotjax.core.errors import ShapeError
+from aotjax.core.errors import DTypeError, ShapeError
 
 X = np.arange(6, dtype=np.float32).reshape(2, 3)
 
@@ -237,11 +237,14 @@ def test_checkpoint_refuses_an_output_that_is_no_tensor_naming_function_position
     lambda T: T.ones(2, 3) @ T.ones(2, 3),
     lambda T: T.ones(3) + T.ones(4),
     lambda T: T.ones(6).reshape(4, 2),
-], ids=["view", "matmul", "broadcast", "reshape"])
-def test_shape_errors_are_runtime_errors_as_torchs(program):
-    # NOTE: scripts catch torch's shape errors as RuntimeError; aotjax's ShapeError is one (and a ValueError)
+    lambda T: T.ones(2, dtype=T.long).add_(1.5),
+    lambda T: T.nn.functional.embedding(T.tensor([0.0]), T.ones(3, 2)),
+], ids=["view", "matmul", "broadcast", "reshape", "inplace-cast", "float-indices"])
+def test_shape_and_dtype_errors_are_runtime_errors_as_torchs(program):
+    # NOTE: scripts catch torch's shape and dtype errors as RuntimeError; aotjax's ShapeError and DTypeError are
+    # RuntimeErrors (and a ValueError, a TypeError)
     with pytest.raises(RuntimeError):
         program(torch)
     with pytest.raises(RuntimeError) as ours:
         program(aotjax)
-    assert isinstance(ours.value, ShapeError)
+    assert isinstance(ours.value, (ShapeError, DTypeError))

@@ -11,8 +11,9 @@ class ShapeError(AotjaxError, ValueError, RuntimeError):
     mismatch in an op (`view`, `matmul`, broadcasting), and scripts catch it so."""
 
 
-class DTypeError(AotjaxError, TypeError):
-    """An op got an unsupported or unknown dtype."""
+class DTypeError(AotjaxError, TypeError, RuntimeError):
+    """An op got an unsupported or unknown dtype. Also a RuntimeError, as torch's dtype errors in an op are
+    (`add_` of a float into an integer tensor, integer indices expected)."""
 
 
 class ConcretizationError(AotjaxError, TypeError):
