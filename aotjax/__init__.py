@@ -19,6 +19,7 @@ try:
     import aotjax.backends as backends  # noqa: F401  (torch.backends: precision flags a script sets)
     import aotjax.cuda as cuda  # noqa: F401  (torch.cuda: is_available() and what a script asks of a GPU)
     import aotjax.distributed as distributed  # noqa: F401  (torch.distributed: many processes on JAX's runtime)
+    import aotjax.distributions as distributions  # noqa: F401  (torch.distributions: Normal, Categorical, KL)
     import aotjax.fft as fft  # noqa: F401  (the public torch.fft namespace, not the aotjax.ops.fft.fourier family)
     import aotjax.func as func  # noqa: F401
     import aotjax.linalg as linalg  # noqa: F401  (the public torch.linalg namespace, not the aotjax.ops.linalg.matmul family)

@@ -146,6 +146,8 @@ NAMESPACES: dict[str, str] = {
     "aotjax.nn.utils.rnn": "packed and padded sequences (lengths are host values)",
     "aotjax.optim.lr_scheduler": "torch's schedulers; changing lr never retraces a compiled step",
     "aotjax.utils.data": "`torch.utils.data`: datasets, samplers, `DataLoader` (shuffling from aotjax's generator)",
+    "aotjax.distributions": "`torch.distributions`: log_prob, entropy, moments, cdf/icdf, sample/rsample from "
+                            "aotjax's generator, validation as torch's; `kl_divergence` of same-family pairs",
     "aotjax.utils.checkpoint": "`torch.utils.checkpoint`: activation checkpointing on `aotjax.checkpoint` (the "
                                "recomputation replays the forward's random numbers)",
     "aotjax.amp": "`autocast` with torch's op policies; `GradScaler` (a skipped step is data inside a compiled step)",
