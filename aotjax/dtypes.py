@@ -2,6 +2,8 @@
 when jax's x64 mode is on (`jax.config.update("jax_enable_x64", True)`), else their 32-bit form."""
 from __future__ import annotations
 
+import builtins
+
 import ml_dtypes
 import numpy as np
 
@@ -63,3 +65,73 @@ class layout(memory_format):
 
 strided = layout("strided")
 __all__ += ["layout", "strided"]
+
+
+def _canonical(dtype, what: str) -> np.dtype:
+    """`dtype` as tensors of it hold their data (a 64-bit type in its 32-bit form outside jax's x64 mode)."""
+    import jax  # NOTE: at call time: this module is imported before jax's configuration is read
+
+    if dtype is None:
+        from aotjax.ops.base.promotion import default_float_dtype
+        dtype = default_float_dtype()
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{what}(): argument 'type' must be a dtype, got {type(dtype).__name__}") from None
+    return np.dtype(jax.dtypes.canonicalize_dtype(dtype))
+
+
+class finfo:
+    """The limits of a floating-point dtype, as `torch.finfo(dtype=None)` (None: the default dtype): `bits`, `eps`,
+    `max`, `min`, `tiny` (= `smallest_normal`), `resolution` as Python floats, and `dtype` as its name. A 64-bit
+    dtype outside jax's x64 mode gives its 32-bit form's limits, which its tensors hold.
+
+    >>> aotjax.finfo(aotjax.bfloat16).eps
+    0.0078125
+    >>> aotjax.finfo().dtype
+    'float32'
+    """
+
+    def __init__(self, dtype=None):
+        dtype = _canonical(dtype, "finfo")
+        if dtype.kind == "c":
+            dtype = np.dtype(np.float32 if dtype.itemsize == 8 else np.float64)  # NOTE: torch: the real part's
+        if dtype.kind != "f" and dtype.name != "bfloat16":
+            raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            f"'{dtype.name}'")
+        info = ml_dtypes.finfo(dtype)
+        self.bits = builtins.int(info.bits)
+        self.eps, self.max, self.min = builtins.float(info.eps), builtins.float(info.max), builtins.float(info.min)
+        self.tiny = self.smallest_normal = builtins.float(info.smallest_normal)
+        self.resolution = 10.0 ** -builtins.int(info.precision)  # NOTE: torch's: exactly a power of ten
+        self.dtype = dtype.name
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """The limits of an integer dtype, as `torch.iinfo(dtype)`: `bits`, `max`, `min` as Python ints and
+    `dtype` as its name. A 64-bit dtype outside jax's x64 mode gives its 32-bit form's.
+
+    >>> aotjax.iinfo(aotjax.uint8).max
+    255
+    """
+
+    def __init__(self, dtype):
+        dtype = _canonical(dtype, "iinfo")
+        if dtype.kind == "b":
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if dtype.kind not in "iu":
+            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo to handle "
+                            f"'{dtype.name}'")
+        info = np.iinfo(dtype)
+        self.bits, self.max, self.min = builtins.int(info.bits), builtins.int(info.max), builtins.int(info.min)
+        self.dtype = dtype.name
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"  # NOTE: torch's %g
+
+
+__all__ += ["finfo", "iinfo"]

@@ -248,3 +248,26 @@ def test_shape_and_dtype_errors_are_runtime_errors_as_torchs(program):
     with pytest.raises(RuntimeError) as ours:
         program(aotjax)
     assert isinstance(ours.value, (ShapeError, DTypeError))
+
+
+@pytest.mark.parametrize("name", ["float32", "float16", "bfloat16", "complex64", None])
+def test_finfo_as_torchs(name):
+    ours = aotjax.finfo() if name is None else aotjax.finfo(getattr(aotjax, name))
+    theirs = torch.finfo() if name is None else torch.finfo(getattr(torch, name))
+    for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution"):
+        assert getattr(ours, field) == getattr(theirs, field), field
+    assert ours.dtype == theirs.dtype and repr(ours) == repr(theirs)
+
+
+@pytest.mark.parametrize("name", ["int8", "int16", "int32", "uint8"])
+def test_iinfo_as_torchs(name):
+    ours, theirs = aotjax.iinfo(getattr(aotjax, name)), torch.iinfo(getattr(torch, name))
+    assert (ours.bits, ours.max, ours.min, ours.dtype, repr(ours)) == (theirs.bits, theirs.max, theirs.min,
+                                                                        theirs.dtype, repr(theirs))
+
+
+def test_finfo_and_iinfo_refuse_the_other_kind_as_torch():
+    for ours, theirs in [(lambda: aotjax.finfo(aotjax.int32), lambda: torch.finfo(torch.int32)),
+                         (lambda: aotjax.iinfo(aotjax.float32), lambda: torch.iinfo(torch.float32)),
+                         (lambda: aotjax.iinfo(aotjax.bool), lambda: torch.iinfo(torch.bool))]:
+        assert type(_raises(ours)) is type(_raises(theirs)) is TypeError
