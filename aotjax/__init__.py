@@ -17,6 +17,7 @@ try:
     import aotjax.autograd as autograd  # noqa: F401
     import aotjax.autograd.tensor_methods  # noqa: F401  (Tensor's autograd attributes)
     import aotjax.backends as backends  # noqa: F401  (torch.backends: precision flags a script sets)
+    import aotjax.compiler as compiler  # noqa: F401,E402  (torch.compiler: is_compiling, disable)
     import aotjax.cuda as cuda  # noqa: F401  (torch.cuda: is_available() and what a script asks of a GPU)
     import aotjax.distributed as distributed  # noqa: F401  (torch.distributed: many processes on JAX's runtime)
     import aotjax.distributions as distributions  # noqa: F401  (torch.distributions: Normal, Categorical, KL)
@@ -45,6 +46,7 @@ try:
     from aotjax.ops.unsupported import module_getattr as __getattr__  # noqa: F401  (clear errors for torch ops left out)
     from aotjax.tensor import Tensor
     from aotjax.torch_compile import compile  # noqa: F401,E402  (torch.compile; a jaxpr: aotjax.lowering.compile)
+    from aotjax.torchscript import attach as _attach_torchscript
     from aotjax.transforms import (  # noqa: F401
         aot,
         aot_function,
@@ -81,6 +83,8 @@ try:
         xla_compiler,
     )
     from aotjax.transforms.shard_map import shard_map  # noqa: F401,E402  (after `from aotjax.ops import *`: not the module)
+    _attach_torchscript(jit)  # NOTE: torch.jit's TorchScript names (script, trace, is_scripting) on `jit`
+    del _attach_torchscript
 finally:
     if _collecting:
         _gc.enable()

@@ -105,3 +105,44 @@ def test_a_graph_break_runs_eagerly_unless_fullgraph():
     assert any("runs eagerly" in str(w.message) for w in seen)
     with pytest.raises(aotjax.core.errors.ConcretizationError):
         aotjax.compile(f, fullgraph=True)(aotjax.ones(2))
+
+
+def test_torchscript_names_compile_or_return_what_they_mark():
+    # NOTE: model code calls torch.jit.is_scripting() and decorates helpers; aotjax compiles script/trace with
+    # aotjax.compile (an untraceable function still runs, eagerly)
+    import torch
+
+    for T in (torch, aotjax):
+        assert T.jit.is_scripting() is False and T.jit.is_tracing() is False
+
+    @aotjax.jit.script
+    def scaled(x):
+        return x * 2 + 1
+
+    assert scaled(aotjax.ones(2)).tolist() == [3.0, 3.0] and scaled.trace_count == 1
+    lin = aotjax.nn.Linear(2, 3)
+    traced = aotjax.jit.trace(lin, aotjax.ones(1, 2))
+    np.testing.assert_allclose(traced(aotjax.ones(4, 2)).numpy(), lin(aotjax.ones(4, 2)).detach().numpy(), rtol=1e-6)
+
+    @aotjax.jit.ignore
+    def helper(x):
+        return x
+
+    assert helper(5) == 5 and aotjax.jit.ignore(drop=True)(helper) is helper and aotjax.jit.unused(helper) is helper
+
+
+def test_compiler_is_compiling_only_while_aotjax_traces():
+    seen = []
+
+    def f(x):
+        seen.append(aotjax.compiler.is_compiling())
+        return x + 1
+
+    f(aotjax.zeros(1))
+    aotjax.jit(f)(aotjax.zeros(1))
+    aotjax.compile(f)(aotjax.zeros(2))
+    aotjax.grad(lambda x: f(x).sum())(aotjax.zeros(1))  # NOTE: traced values too: a .item() there cannot run
+    aotjax.vmap(f)(aotjax.zeros(3))
+    f(aotjax.zeros(1))
+    assert seen == [False, True, True, True, True, False]
+    assert aotjax.compiler.disable(f) is f and aotjax.compiler.disable()(f) is f
