@@ -34,7 +34,17 @@ try:
     import aotjax.utils as utils  # noqa: F401  (torch.utils.data: datasets, samplers, DataLoader)
     from aotjax import lax  # noqa: F401,E402
     from aotjax.amp import autocast, cpu_amp  # noqa: F401
-    from aotjax.backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: F401
+    from aotjax.backends import (  # noqa: F401  (torch's process settings)
+        are_deterministic_algorithms_enabled,
+        get_float32_matmul_precision,
+        get_num_interop_threads,
+        get_num_threads,
+        is_deterministic_algorithms_warn_only_enabled,
+        set_float32_matmul_precision,
+        set_num_interop_threads,
+        set_num_threads,
+        use_deterministic_algorithms,
+    )
     from aotjax.checkpointing import load, save  # noqa: F401  (torch.save/torch.load; orbax imported on first use)
     from aotjax.core import ClosedJaxpr, Jaxpr, ShapedArray, eval_jaxpr, typecheck
     from aotjax.core.checks import config  # noqa: F401

@@ -14,13 +14,17 @@ its own convolution algorithms; `deterministic` maps to XLA's deterministic-ops 
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import jax
 
 from aotjax.core.source_info import where
 
-__all__ = ["cuda", "cudnn", "mps", "set_float32_matmul_precision", "get_float32_matmul_precision"]
+__all__ = ["cuda", "cudnn", "mps", "set_float32_matmul_precision", "get_float32_matmul_precision",
+           "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+           "is_deterministic_algorithms_warn_only_enabled", "set_num_threads", "get_num_threads",
+           "set_num_interop_threads", "get_num_interop_threads"]
 
 _JAX_PRECISION = {"highest": "float32", "high": "tensorfloat32", "medium": "bfloat16"}
 _TORCH_PRECISION = {v: k for k, v in _JAX_PRECISION.items()}
@@ -38,6 +42,58 @@ def set_float32_matmul_precision(precision: str) -> None:
 def get_float32_matmul_precision() -> str:
     """The precision `set_float32_matmul_precision` set ("highest" until then, as torch)."""
     return _TORCH_PRECISION.get(jax.config.jax_default_matmul_precision, "highest")
+
+
+# -- process settings scripts make, read back as set ------------------------------------------------------------------
+_settings = {"deterministic": False, "warn_only": False, "threads": None, "interop_threads": None}
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """`torch.use_deterministic_algorithms`: recorded and read back. XLA's CPU ops are deterministic already; on a
+    GPU, XLA's scatter-adds are not unless the process starts with `XLA_FLAGS=--xla_gpu_deterministic_ops=true`
+    (aotjax does not change the flags of a running backend)."""
+    if not isinstance(mode, bool) or not isinstance(warn_only, bool):
+        raise TypeError(f"use_deterministic_algorithms(): mode and warn_only must be bool, got "
+                        f"{type(mode).__name__} and {type(warn_only).__name__}{where()}")
+    _settings["deterministic"], _settings["warn_only"] = mode, warn_only and mode
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return _settings["deterministic"]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    return _settings["warn_only"]
+
+
+def _positive(n, what: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{what}(): argument 'int' must be int, not {type(n).__name__}{where()}")
+    if n <= 0:
+        raise RuntimeError(f"{what}: Number of threads must be positive, got {n}{where()}")
+    return n
+
+
+def set_num_threads(n: int) -> None:
+    """`torch.set_num_threads`: recorded and read back by `get_num_threads`. XLA sizes its CPU thread pool when the
+    backend starts (`XLA_FLAGS=--xla_cpu_multi_thread_eigen=false` for one thread), so a running process keeps it."""
+    _settings["threads"] = _positive(n, "set_num_threads")
+
+
+def get_num_threads() -> int:
+    """What `set_num_threads` set, else the number of CPUs this process may use."""
+    if _settings["threads"]:
+        return _settings["threads"]
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def set_num_interop_threads(n: int) -> None:
+    """`torch.set_num_interop_threads`: recorded and read back (XLA's thread pools are its own)."""
+    _settings["interop_threads"] = _positive(n, "set_num_interop_threads")
+
+
+def get_num_interop_threads() -> int:
+    return _settings["interop_threads"] or get_num_threads()
 
 
 class _Matmul:

@@ -265,3 +265,21 @@ def test_an_aot_function_and_its_grad_follow_the_region_they_are_called_in():
     np.testing.assert_array_equal(np.asarray(g_again.numpy()), np.asarray(g_plain.numpy()))
     np.testing.assert_allclose(np.asarray(g_low.numpy()), np.asarray(g_plain.numpy()), rtol=5e-2, atol=5e-2)
     assert not np.array_equal(np.asarray(g_low.numpy()), np.asarray(g_plain.numpy()))
+
+
+def test_deterministic_and_thread_settings_read_back_as_torchs():
+    for T in (torch, aotjax):
+        before = (T.are_deterministic_algorithms_enabled(), T.is_deterministic_algorithms_warn_only_enabled(),
+                  T.get_num_threads())
+        try:
+            T.use_deterministic_algorithms(True, warn_only=True)
+            assert T.are_deterministic_algorithms_enabled() and T.is_deterministic_algorithms_warn_only_enabled()
+            T.use_deterministic_algorithms(False)
+            assert not T.are_deterministic_algorithms_enabled()
+            T.set_num_threads(1)
+            assert T.get_num_threads() == 1 and T.get_num_interop_threads() >= 1
+            with pytest.raises(RuntimeError):
+                T.set_num_threads(0)
+        finally:
+            T.use_deterministic_algorithms(before[0], warn_only=before[1])
+            T.set_num_threads(before[2])
