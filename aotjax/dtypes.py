@@ -135,3 +135,46 @@ class iinfo:
 
 
 __all__ += ["finfo", "iinfo"]
+
+
+def set_default_dtype(d) -> None:
+    """`torch.set_default_dtype`: the dtype of Python floats and of float tensors made without a dtype (float32,
+    float64, float16 or bfloat16; complex numbers follow: complex128 with float64). Set it before building models and
+    compiling, as scripts do: a program already traced keeps the dtypes it was traced with. Outside jax's x64 mode
+    float64 is held as float32 (a DTypeTruncationWarning says so).
+
+    >>> aotjax.set_default_dtype(aotjax.bfloat16)
+    >>> aotjax.tensor([1.5]).dtype, aotjax.get_default_dtype()
+    (dtype(bfloat16), dtype(bfloat16))
+    >>> aotjax.set_default_dtype(aotjax.float32)
+    """
+    import warnings
+
+    from aotjax.core import avals
+    from aotjax.core.errors import DTypeTruncationWarning
+
+    try:
+        dtype = np.dtype(d)
+    except TypeError:
+        raise TypeError(f"set_default_dtype(): argument 'd' must be a dtype, not {type(d).__name__}") from None
+    if dtype not in (float16, bfloat16, float32, float64):
+        raise TypeError(f"only floating-point types are supported as the default type, got {dtype.name}")
+    held = _canonical(dtype, "set_default_dtype")
+    if held != dtype:
+        warnings.warn(DTypeTruncationWarning(
+            f"set_default_dtype: {dtype.name} is held as {held.name} outside jax's x64 mode; to make float64 the "
+            f"default, enable x64 first (jax.config.update('jax_enable_x64', True) or JAX_ENABLE_X64=1)"), stacklevel=2)
+    from aotjax.ops.base import promotion
+
+    avals._default_float[0] = held
+    promotion._result_types.clear()  # NOTE: what `int_tensor * 0.5` gives follows the default
+
+
+def get_default_dtype() -> np.dtype:
+    """The default float dtype (`torch.get_default_dtype`): float32 unless `set_default_dtype` changed it."""
+    from aotjax.core import avals
+
+    return avals._default_float[0]
+
+
+__all__ += ["set_default_dtype", "get_default_dtype"]

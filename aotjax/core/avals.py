@@ -22,9 +22,18 @@ def canonicalize_dtype(dtype) -> np.dtype:
     return np.dtype(jax.dtypes.canonicalize_dtype(np.dtype(dtype)))
 
 
+_default_float = [np.dtype(np.float32)]  # NOTE: `aotjax.set_default_dtype` sets it
+
+
 def default_float_dtype() -> np.dtype:
-    """The dtype of Python floats and of float tensors created without a dtype: float32 (PyTorch's)."""
-    return np.dtype(np.float32)
+    """The dtype of Python floats and of float tensors created without a dtype: float32 (PyTorch's), or what
+    `aotjax.set_default_dtype` set."""
+    return _default_float[0]
+
+
+def default_complex_dtype() -> np.dtype:
+    """The dtype of Python complex numbers: complex128 when the default float dtype is float64, else complex64."""
+    return np.dtype(np.complex128) if _default_float[0] == np.float64 else np.dtype(np.complex64)
 
 
 def default_int_dtype() -> np.dtype:
@@ -43,7 +52,7 @@ def python_scalar_dtype(x) -> np.dtype:
         return default_int_dtype()
     if isinstance(x, float):
         return default_float_dtype()
-    return np.dtype(np.complex64)
+    return default_complex_dtype()
 
 
 def scalar_literal(x):

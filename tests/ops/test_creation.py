@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import aotjax
-from aotjax.core.errors import DTypeError, ShapeError
+from aotjax.core.errors import DTypeError, DTypeTruncationWarning, ShapeError
 from tests.helpers import FLOAT, INT, asks_for_64_bits, check_traced_matches_eager
 
 F32 = np.dtype(np.float32)
@@ -196,3 +196,34 @@ def test_python_ints_that_do_not_fit_are_an_error_not_a_wrap(name, thunk, dtype)
 def test_full_like_of_traced_fill_value_is_an_error():
     with pytest.raises(TypeError, match="full_like: expects a Python number, got a traced tensor"):
         aotjax.make_jaxpr(lambda x: aotjax.full_like(x, x))(aotjax.ones(2))
+
+
+def _default_dtype_probe(T):
+    """The dtypes of what a script makes without naming one, under each default dtype torch takes."""
+    out = []
+    for d in (T.float16, T.bfloat16, T.float32, T.float64):
+        T.set_default_dtype(d)
+        made = [T.tensor([1.0]), T.tensor(2.5), T.ones(2), T.randn(2), T.full((1,), 2.0), T.arange(0.0, 2.0),
+                T.linspace(0, 1, 3), T.eye(2), T.tensor([1, 2]) * 0.5, T.tensor([1]) / 2, T.nn.Linear(2, 2).weight,
+                T.tensor([True]).float() + 1.0, T.ones(2, dtype=T.float32) * 2.5, T.tensor([1, 2]).float()]
+        out.append([str(t.dtype).replace("torch.", "") for t in made] + [str(T.get_default_dtype()).split(".")[-1]])
+    return out
+
+
+def test_set_default_dtype_as_torch():
+    import warnings
+
+    import torch
+    try:
+        theirs = _default_dtype_probe(torch)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DTypeTruncationWarning)
+            ours = _default_dtype_probe(aotjax)
+    finally:
+        torch.set_default_dtype(torch.float32)
+        aotjax.set_default_dtype(aotjax.float32)
+    held = {"float64": np.dtype(FLOAT).name}  # NOTE: outside x64 mode float64 is held as float32
+    assert ours == [[held.get(name, name) for name in row] for row in theirs]
+    assert aotjax.get_default_dtype() == np.float32 and aotjax.tensor([1.0]).dtype == np.float32
+    with pytest.raises(TypeError, match="only floating-point types are supported as the default type"):
+        aotjax.set_default_dtype(aotjax.int32)

@@ -86,7 +86,7 @@ def result_type(*operands) -> np.dtype:
     return dt
 
 
-_result_types: dict = {}
+_result_types: dict = {}  # NOTE: Python scalars' dtypes follow the default dtype: `set_default_dtype` clears it
 
 
 def _result_type(key) -> np.dtype:
