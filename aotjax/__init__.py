@@ -31,6 +31,7 @@ try:
     import aotjax.partition as partition  # noqa: F401
     import aotjax.signal as signal  # noqa: F401  (the public torch.signal namespace: windows)
     import aotjax.special as special  # noqa: F401  (the public torch.special namespace)
+    import aotjax.testing as testing  # noqa: F401  (torch.testing.assert_close)
     import aotjax.utils as utils  # noqa: F401  (torch.utils.data: datasets, samplers, DataLoader)
     from aotjax import lax  # noqa: F401,E402
     from aotjax.amp import autocast, cpu_amp  # noqa: F401

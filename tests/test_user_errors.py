@@ -271,3 +271,35 @@ def test_finfo_and_iinfo_refuse_the_other_kind_as_torch():
                          (lambda: aotjax.iinfo(aotjax.float32), lambda: torch.iinfo(torch.float32)),
                          (lambda: aotjax.iinfo(aotjax.bool), lambda: torch.iinfo(torch.bool))]:
         assert type(_raises(ours)) is type(_raises(theirs)) is TypeError
+
+
+_CLOSE_CASES = {
+    "float-far": lambda T: (T.tensor([1.0, 2.0]), T.tensor([1.0, 2.1])),
+    "float-near": lambda T: (T.tensor([1.0, 2.0]), T.tensor([1.0, 2.0 + 1e-6])),
+    "shape": lambda T: (T.tensor([1.0]), T.tensor([1.0, 2.0])),
+    "int": lambda T: (T.tensor([1, 2]), T.tensor([1, 3])),
+    "list": lambda T: ([1.0, 2.0], [1.0, 2.5]),
+    "dict-equal": lambda T: ({"a": T.tensor([1.0])}, {"a": T.tensor([1.0])}),
+    "dict-far": lambda T: ({"a": T.tensor([1.0])}, {"a": T.tensor([1.5])}),
+    "nan": lambda T: (T.tensor([float("nan")]), T.tensor([float("nan")])),
+    "bfloat16": lambda T: (T.tensor([1.0]).to(T.bfloat16), T.tensor([1.01]).to(T.bfloat16)),
+    "2d": lambda T: (T.tensor([[1.0, 5.0], [2.0, 3.0]]), T.tensor([[1.0, 5.5], [2.0, 3.2]])),
+    "dtype": lambda T: (T.tensor([1.0]), T.tensor([1], dtype=T.int32)),
+}
+
+
+@pytest.mark.parametrize("case", list(_CLOSE_CASES))
+def test_testing_assert_close_as_torchs(case):
+    def outcome(T):
+        try:
+            T.testing.assert_close(*_CLOSE_CASES[case](T))
+        except AssertionError as e:
+            return str(e).replace("torch.", "").splitlines()[:3]
+        return "close"
+
+    ours, theirs = outcome(aotjax), outcome(torch)
+    if case == "shape":  # NOTE: torch prints a torch.Size, aotjax a tuple
+        assert ours[0].startswith("The values for attribute 'shape' do not match")
+        assert theirs[0].startswith(ours[0][:40])
+    else:
+        assert ours == theirs

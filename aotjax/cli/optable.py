@@ -148,6 +148,7 @@ NAMESPACES: dict[str, str] = {
     "aotjax.utils.data": "`torch.utils.data`: datasets, samplers, `DataLoader` (shuffling from aotjax's generator)",
     "aotjax.distributions": "`torch.distributions`: log_prob, entropy, moments, cdf/icdf, sample/rsample from "
                             "aotjax's generator, validation as torch's; `kl_divergence` of same-family pairs",
+    "aotjax.testing": "`torch.testing.assert_close`: torch's default tolerances by dtype and its messages",
     "aotjax.utils.checkpoint": "`torch.utils.checkpoint`: activation checkpointing on `aotjax.checkpoint` (the "
                                "recomputation replays the forward's random numbers)",
     "aotjax.amp": "`autocast` with torch's op policies; `GradScaler` (a skipped step is data inside a compiled step)",
