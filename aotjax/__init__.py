@@ -35,6 +35,7 @@ try:
     import aotjax.utils as utils  # noqa: F401  (torch.utils.data: datasets, samplers, DataLoader)
     from aotjax import lax  # noqa: F401,E402
     from aotjax.amp import autocast, cpu_amp  # noqa: F401
+    from aotjax.autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
     from aotjax.backends import (  # noqa: F401  (torch's process settings)
         are_deterministic_algorithms_enabled,
         get_float32_matmul_precision,

@@ -407,6 +407,30 @@ def test_a_compiled_step_refuses_to_reset_a_frozen_parameters_kept_grad():
     assert model.bias.grad is None and model.weight.grad.tolist() == [[1.0, 1.0]]
 
 
+def test_anomaly_detection_names_the_node_that_made_a_nan_as_torch():
+    def program(T):
+        out = []
+        x = T.tensor([0.0, 1.0], requires_grad=True)
+        w = T.tensor([2.0, 3.0], requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            with T.autograd.detect_anomaly():
+                for loss in (lambda: (x.sqrt() * 0 + w * x).sum(),  # NOTE: 0 * inf in sqrt's backward
+                             lambda: (T.log(x) * w).sum(),  # NOTE: infinite gradients, no nan
+                             lambda: (x * 0 / x).sum()):  # NOTE: the nan is the divisor's gradient
+                    try:
+                        loss().backward()
+                        out.append("no error")
+                    except RuntimeError as e:
+                        out.append(str(e).split(" (at ")[0])
+        with T.autograd.set_detect_anomaly(True):
+            out.append(T.is_anomaly_enabled())
+        out.append(T.is_anomaly_enabled())
+        (x.sqrt() * 0).sum().backward()  # NOTE: off again: not checked
+        return out
+    assert program(aotjax) == program(torch)
+
+
 def test_grad_fn_names_and_next_functions():
     x = aotjax.tensor([1.0, 2.0], requires_grad=True)
     y = (x * 3).sum()

@@ -13,7 +13,7 @@ The package imports nothing above the recording when loaded (eager evaluation im
 rest.
 """
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "functional", "no_grad",
-           "enable_grad", "inference_mode", "set_grad_enabled"]
+           "enable_grad", "inference_mode", "set_grad_enabled", "detect_anomaly", "set_detect_anomaly"]
 
 
 def __getattr__(name: str):
@@ -27,6 +27,9 @@ def __getattr__(name: str):
     if name in ("no_grad", "enable_grad", "inference_mode", "set_grad_enabled"):
         from aotjax.transforms import grad_mode  # NOTE: lazy, as above
         return getattr(grad_mode, name)
+    if name in ("detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"):
+        from aotjax.autograd import anomaly_mode  # NOTE: lazy, as above
+        return getattr(anomaly_mode, name)
     if name == "functional":
         import importlib  # NOTE: lazy, as above
         return importlib.import_module("aotjax.autograd.functional")

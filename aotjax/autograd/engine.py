@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 
 import jax
 
-from aotjax.autograd import grad_state, graph, saved_loops  # noqa: F401  (registers the loops that save)
+from aotjax.autograd import anomaly_mode, grad_state, graph, saved_loops  # noqa: F401  (registers the loops that save)
 from aotjax.autograd.graph import Input, Leaf, Node, Written
 from aotjax.core import views
 from aotjax.core.avals import get_aval
@@ -391,6 +391,8 @@ def run_backward(roots: list[Root], targets: list[Tensor] | None, create_graph: 
     probes = list({(id(n), i): (n, i) for _, n, i, _ in watched}.values())
     by_leaf, by_probe = run_graph(roots, probes, create_graph, what, order)
     _run_hooks(watched, probes, roots, order, by_leaf, by_probe, create_graph, what)
+    if anomaly_mode.checking_nan():
+        _check_nan(order, roots, by_leaf, by_probe, what)
     grads = {}  # id(tensor) -> (tensor, gradient)
     leaf_grads = {}  # id(leaf node) -> gradient: that of a tensor standing for the leaf inside a transform too
     for leaf, ct in by_leaf.values():
@@ -500,6 +502,43 @@ def _run_hooks(watched: list, probes: list, roots: list[Root], order: list[Node]
             by_leaf[lk] = (leaf, ct if lk not in by_leaf else by_leaf[lk][1] + ct)
         for pk, ct in more_probe.items():
             by_probe[pk] = ct if pk not in by_probe else by_probe[pk] + ct
+
+
+def _has_nan(g) -> bool:
+    if g is None or isinstance(g, Tracer):  # NOTE: a compiled step's gradients are traced: not checked
+        return False
+    from aotjax.ops.math.elementwise import isnan  # NOTE: ops sit above autograd; anomaly mode only
+
+    with grad_mode(False):
+        return bool(isnan(g.detach() if isinstance(g, Tensor) else g).any())
+
+
+def _check_nan(order: list[Node], roots: list[Root], by_leaf: dict, by_probe: dict, what: str) -> None:
+    """Anomaly mode: raise if a gradient holds a NaN, naming the node whose backward made it (the latest node whose
+    outputs' gradients are free of NaN but whose own backward gives one of its operands a NaN)."""
+    if not any(_has_nan(ct) for _, ct in by_leaf.values()) and not any(_has_nan(g) for g in by_probe.values()):
+        return
+    outputs = [(n, i) for n in order if type(n) is not Leaf for i in range(len(n.outputs))]
+    leaf_cts, grads = run_graph(roots, outputs, False, what, order)
+    for node in reversed(order):
+        if type(node) is Leaf or any(_has_nan(grads.get((id(node), i))) for i in range(len(node.outputs))):
+            continue
+        operands = [(k, op) for k, op in enumerate(node.operands) if type(op) is Input]
+        total = [leaf_cts.get(id(op.node), (None, None))[1] if type(op.node) is Leaf
+                 else grads.get((id(op.node), op.index)) for _, op in operands]
+        if not any(_has_nan(g) for g in total):
+            continue
+        own = [Root(node, i, (), grads[(id(node), i)]) for i in range(len(node.outputs)) if (id(node), i) in grads]
+        cut = [(op.node, op.index) for _, op in operands if type(op.node) is not Leaf]
+        own_leaf, own_probe = run_graph(own, cut, False, what, cuts=cut)  # NOTE: this node's backward alone
+        for k, op in operands:
+            g = (own_leaf.get(id(op.node), (None, None))[1] if type(op.node) is Leaf
+                 else own_probe.get((id(op.node), op.index)))
+            if _has_nan(g):
+                from aotjax.autograd.tensor_methods import GradFn  # NOTE: the node's torch name
+                raise RuntimeError(f"Function '{GradFn(node).name()}' returned nan values in its {k}th output."
+                                   f"{where()}")
+    raise RuntimeError(f"{what}: the gradients hold nan values (anomaly detection){where()}")
 
 
 def _hooked(g, hooked: list):
