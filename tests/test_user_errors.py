@@ -303,3 +303,15 @@ def test_testing_assert_close_as_torchs(case):
         assert theirs[0].startswith(ours[0][:40])
     else:
         assert ours == theirs
+
+
+def test_tensor_questions_as_torchs():
+    def answers(T):
+        x = T.tensor([1.5, 2.0])
+        out = [T.is_tensor(x), T.is_tensor(3), T.numel(x), T.is_floating_point(x), T.is_floating_point(T.tensor([1])),
+               T.is_nonzero(T.tensor([0.0])), T.is_nonzero(T.tensor(2)), T.is_same_size(x, T.ones(2)),
+               T.is_same_size(x, T.ones(3))]
+        for bad in (lambda: T.is_nonzero(x), lambda: T.is_nonzero(T.tensor([])), lambda: T.numel([1])):
+            out.append(type(_raises(bad)).__name__)
+        return out
+    assert answers(aotjax) == answers(torch)

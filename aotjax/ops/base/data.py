@@ -20,7 +20,8 @@ from aotjax.ops.base.frontend import device as to_device
 from aotjax.ops.base.promotion import category, default_float_dtype, default_int_dtype, result_type
 from aotjax.tensor import Tensor, method
 
-__all__ = ["as_tensor", "tensor", "promote", "from_numpy"]
+__all__ = ["as_tensor", "tensor", "promote", "from_numpy", "is_tensor", "numel", "is_floating_point", "is_nonzero",
+           "is_same_size"]
 
 
 # -- frontend helpers ------------------------------------------------------------------------------
@@ -168,3 +169,44 @@ def promote(*operands, dtype=None):
         else:
             raise TypeError(f"expected a Tensor, an array or a Python scalar, got {type(x).__name__}{where()}")
     return out
+
+
+# -- questions about a tensor, as torch's top-level functions ---------------------------------------------------------
+def is_tensor(obj) -> bool:
+    """Whether `obj` is an aotjax Tensor (`torch.is_tensor`).
+
+    >>> aotjax.is_tensor(aotjax.ones(1)), aotjax.is_tensor([1.0])
+    (True, False)
+    """
+    return isinstance(obj, Tensor)
+
+
+def _tensor_argument(x, what: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{what}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}{where()}")
+    return x
+
+
+def numel(input) -> int:
+    """The number of elements of `input` (`torch.numel`)."""
+    return _tensor_argument(input, "numel").numel()
+
+
+def is_floating_point(input) -> bool:
+    """Whether `input` has a floating-point dtype (`torch.is_floating_point`)."""
+    return _tensor_argument(input, "is_floating_point").is_floating_point()
+
+
+def is_nonzero(input) -> bool:
+    """Whether the one element of `input` is nonzero (`torch.is_nonzero`; another number of elements raises, as
+    torch's)."""
+    x = _tensor_argument(input, "is_nonzero")
+    if x.numel() != 1:
+        raise RuntimeError(f"Boolean value of Tensor with {'no values' if x.numel() == 0 else 'more than one value'} "
+                           f"is ambiguous{where()}")
+    return bool(x.reshape(()).item() != 0)
+
+
+def is_same_size(input, other) -> bool:
+    """Whether `input` and `other` have the same shape (`torch.is_same_size`)."""
+    return tuple(_tensor_argument(input, "is_same_size").shape) == tuple(_tensor_argument(other, "is_same_size").shape)
