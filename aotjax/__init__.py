@@ -56,7 +56,7 @@ try:
     from aotjax.ops import *  # noqa: F401,F403
     from aotjax.ops.random import keys as random  # noqa: F401
     from aotjax.ops.unsupported import module_getattr as __getattr__  # noqa: F401  (clear errors for torch ops left out)
-    from aotjax.tensor import Tensor
+    from aotjax.tensor import Tensor, set_printoptions  # noqa: F401
     from aotjax.torch_compile import compile  # noqa: F401,E402  (torch.compile; a jaxpr: aotjax.lowering.compile)
     from aotjax.torchscript import attach as _attach_torchscript
     from aotjax.transforms import (  # noqa: F401

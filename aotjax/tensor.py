@@ -17,6 +17,7 @@ makes for views (`view_layout`) and for functional primitives that keep their op
 from __future__ import annotations
 
 import math
+import sys
 from typing import Callable
 
 import jax
@@ -323,7 +324,7 @@ class Tensor:
         values = self.numpy()
         if values.dtype.name == "bfloat16":  # NOTE: NumPy prints ml_dtypes' bfloat16 as integers: as float32 (exact)
             values = values.astype(np.float32)
-        body = np.array2string(values, separator=", ", prefix="tensor(", formatter=None)
+        body = np.array2string(values, separator=", ", prefix="tensor(", formatter=None, **print_options)
         extra = "" if self._ag is None else autograd_repr[0](self)  # NOTE: `, grad_fn=<MulBackward0>` as torch
         if self.dtype in (np.dtype("float32"), np.dtype("bool"), np.dtype("complex64")) or (
                 self.dtype == default_int_dtype() and self.numel() > 0):
@@ -337,6 +338,39 @@ class Tensor:
 
     def __pos__(self):
         return self
+
+
+# What `aotjax.set_printoptions` set, as NumPy's `array2string` arguments (none: NumPy's defaults).
+print_options: dict = {}
+
+_PROFILES = {"default": {}, "short": dict(precision=2, edgeitems=2), "full": dict(threshold=sys.maxsize)}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None,
+                     sci_mode=None) -> None:
+    """How tensors print (`torch.set_printoptions`): `precision` digits, `threshold` elements before summarizing
+    with `edgeitems` at each end, `linewidth` characters a line, a `profile` ("default", "short", "full") setting
+    all of them, `sci_mode` False for fixed-point notation (True / None: NumPy's choice). aotjax's default prints
+    as NumPy does (8 digits where torch shows 4); `profile="default"` goes back to it.
+
+    >>> aotjax.set_printoptions(precision=2)
+    >>> aotjax.tensor([1.23456])
+    tensor([1.23])
+    >>> aotjax.set_printoptions(profile="default")
+    >>> aotjax.tensor([1.23456])
+    tensor([1.23456])
+    """
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions: profile must be 'default', 'short' or 'full', got {profile!r}")
+        print_options.clear()
+        print_options.update(_PROFILES[profile])
+    for key, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                       ("max_line_width", linewidth)):
+        if value is not None:
+            print_options[key] = value
+    if sci_mode is not None:
+        print_options["suppress_small"] = not sci_mode
 
 
 # NOTE: set by `aotjax.autograd.graph`, which sits above this module: [whether a view step of a tensor that requires
