@@ -72,6 +72,7 @@ def _canonical(dtype, what: str) -> np.dtype:
     import jax  # NOTE: at call time: this module is imported before jax's configuration is read
 
     if dtype is None:
+        # NOTE: the dtype names sit below every layer; the default is read at call time, once all are loaded
         from aotjax.ops.base.promotion import default_float_dtype
         dtype = default_float_dtype()
     try:
@@ -150,6 +151,7 @@ def set_default_dtype(d) -> None:
     """
     import warnings
 
+    # NOTE: the dtype names sit below every layer; the default dtype lives in the core, set at call time
     from aotjax.core import avals
     from aotjax.core.errors import DTypeTruncationWarning
 
@@ -164,6 +166,7 @@ def set_default_dtype(d) -> None:
         warnings.warn(DTypeTruncationWarning(
             f"set_default_dtype: {dtype.name} is held as {held.name} outside jax's x64 mode; to make float64 the "
             f"default, enable x64 first (jax.config.update('jax_enable_x64', True) or JAX_ENABLE_X64=1)"), stacklevel=2)
+    # NOTE: as above: promotion caches the dtypes of Python scalars, which follow the default
     from aotjax.ops.base import promotion
 
     avals._default_float[0] = held
@@ -172,6 +175,7 @@ def set_default_dtype(d) -> None:
 
 def get_default_dtype() -> np.dtype:
     """The default float dtype (`torch.get_default_dtype`): float32 unless `set_default_dtype` changed it."""
+    # NOTE: as above: the default dtype lives in the core
     from aotjax.core import avals
 
     return avals._default_float[0]

@@ -504,6 +504,9 @@ def _run_hooks(watched: list, probes: list, roots: list[Root], order: list[Node]
             by_probe[pk] = ct if pk not in by_probe else by_probe[pk] + ct
 
 
+node_name: list = [lambda node: "backward"]  # NOTE: a node's torch name (`SqrtBackward0`): set by tensor_methods
+
+
 def _has_nan(g) -> bool:
     if g is None or isinstance(g, Tracer):  # NOTE: a compiled step's gradients are traced: not checked
         return False
@@ -535,8 +538,7 @@ def _check_nan(order: list[Node], roots: list[Root], by_leaf: dict, by_probe: di
             g = (own_leaf.get(id(op.node), (None, None))[1] if type(op.node) is Leaf
                  else own_probe.get((id(op.node), op.index)))
             if _has_nan(g):
-                from aotjax.autograd.tensor_methods import GradFn  # NOTE: the node's torch name
-                raise RuntimeError(f"Function '{GradFn(node).name()}' returned nan values in its {k}th output."
+                raise RuntimeError(f"Function '{node_name[0](node)}' returned nan values in its {k}th output."
                                    f"{where()}")
     raise RuntimeError(f"{what}: the gradients hold nan values (anomaly detection){where()}")
 

@@ -14,7 +14,7 @@ import weakref
 from typing import Callable
 
 from aotjax import tensor as tensor_module
-from aotjax.autograd import grad_state, graph
+from aotjax.autograd import engine, grad_state, graph
 from aotjax.autograd.engine import Root, run_backward
 from aotjax.autograd.graph import Leaf, Node
 from aotjax.core.errors import UnsupportedError
@@ -483,6 +483,7 @@ Tensor.data = property(_get_data, _set_data, doc="A detached alias of this tenso
 Tensor._version = property(_version)
 Tensor.backward = _tensor_backward
 Tensor.__deepcopy__ = _deepcopy
+engine.node_name[0] = lambda node: GradFn(node).name()  # NOTE: anomaly mode names the node that made a NaN
 
 
 def _repr_suffix(t: Tensor) -> str:
