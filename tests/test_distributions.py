@@ -482,3 +482,12 @@ def test_float64_parameters_keep_their_dtype():
         d = lib.distributions.Normal(lib.tensor(LOC.astype(np.float64)), 2.0)
         return d.log_prob(lib.tensor(LOC.astype(np.float64))), d.entropy(), d.rsample((2,)) * 0
     _both(program)
+
+
+def test_bfloat16_probabilities_give_torchs_logits():
+    def logits(lib):
+        probs = lib.tensor([0.25, 0.75]).to(lib.bfloat16)
+        return (lib.distributions.Categorical(probs=probs).logits.float(),
+                lib.distributions.Bernoulli(probs=probs).logits.float())
+    for ours, theirs in zip(logits(aotjax), logits(torch)):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-2)

@@ -8,9 +8,8 @@ tensor([0.5, 0.5])
 """
 from __future__ import annotations
 
-import numpy as np
-
 from aotjax import ops
+from aotjax.dtypes import finfo
 from aotjax.tensor import Tensor
 
 __all__ = ["clamp_probs", "logits_to_probs", "probs_to_logits"]
@@ -18,7 +17,7 @@ __all__ = ["clamp_probs", "logits_to_probs", "probs_to_logits"]
 
 def clamp_probs(probs: Tensor) -> Tensor:
     """`probs` clamped into [eps, 1 - eps] of its dtype, so that their logs and log-odds are finite."""
-    eps = float(np.finfo(probs.dtype).eps)
+    eps = finfo(probs.dtype).eps  # NOTE: aotjax's: NumPy's refuses bfloat16
     return probs.clamp(min=eps, max=1 - eps)
 
 
